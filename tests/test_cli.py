@@ -1,0 +1,116 @@
+"""The ``condvln`` command: sources, show, export, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from condvln.scene.serialize import load_scene
+from condvln.scene.sources import load
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m condvln ARGS`` and capture its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "condvln", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_version_and_sources() -> None:
+    assert run_cli("--version").stdout.startswith("condvln ")
+    out = run_cli("scenes", "sources")
+    assert out.returncode == 0
+    for name in ("procedural", "procthor", "ithor", "condvln"):
+        assert name in out.stdout
+
+
+def test_show_procedural_house() -> None:
+    out = run_cli("scenes", "show", "5")
+    assert out.returncode == 0, out.stderr
+    scene = load("procedural", "5")
+    assert f"{len(scene.rooms)} rooms" in out.stdout
+    assert scene.rooms[0].room_type in out.stdout
+
+
+def test_export_then_load_as_condvln(tmp_path: Path, fixtures_dir: Path) -> None:
+    house = fixtures_dir / "procthor" / "houses" / "house_3703.json"
+    out_file = tmp_path / "house.json"
+    result = run_cli("scenes", "export", str(house), "--source", "procthor", "--out", str(out_file))
+    assert result.returncode == 0, result.stderr
+    assert load_scene(out_file) == load("procthor", str(house))
+    shown = run_cli("scenes", "show", str(out_file), "--source", "condvln")
+    assert shown.returncode == 0
+    assert "2 rooms" in shown.stdout
+
+
+def _procthor_variants(house: Path, tmp_path: Path) -> dict[str, Path]:
+    text = house.read_text()
+    doc = orjson.loads(text)
+    variants: dict[str, Path] = {}
+
+    def write(name: str, content: str | bytes) -> None:
+        path = tmp_path / f"{name}.json"
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        variants[name] = path
+
+    write("truncated", text[: len(text) // 2])
+    write("empty", "")
+    nan_doc = orjson.loads(text)
+    nan_doc["objects"][0]["position"]["x"] = "NaN-placeholder"
+    write("nan", orjson.dumps(nan_doc).decode().replace('"NaN-placeholder"', "NaN"))
+    missing = orjson.loads(text)
+    del missing["objects"][0]["position"]
+    write("missing_key", orjson.dumps(missing))
+    dup = orjson.loads(text)
+    dup["objects"][1]["id"] = dup["objects"][0]["id"]
+    write("duplicate_id", orjson.dumps(dup))
+    no_rooms = dict(doc)
+    del no_rooms["rooms"]
+    write("missing_rooms", orjson.dumps(no_rooms))
+    return variants
+
+
+def _condvln_negative_size(tmp_path: Path) -> Path:
+    from condvln.scene.serialize import scene_to_dict
+
+    doc = scene_to_dict(load("procedural", "1"))
+    doc["scene"]["rooms"][0]["objects"][0]["size"] = [1.0, -0.5, 1.0]
+    path = tmp_path / "negative_size.json"
+    path.write_bytes(orjson.dumps(doc))
+    return path
+
+
+def test_malformed_inputs_give_one_line_errors(tmp_path: Path, fixtures_dir: Path) -> None:
+    house = fixtures_dir / "procthor" / "houses" / "house_3703.json"
+    cases = [(p, "procthor") for p in _procthor_variants(house, tmp_path).values()]
+    cases.append((_condvln_negative_size(tmp_path), "condvln"))
+    cases.append((tmp_path, "procthor"))  # a directory instead of a file
+    for path, source in cases:
+        out_file = tmp_path / "out" / f"{path.stem}.json"
+        result = run_cli("scenes", "export", str(path), "--source", source, "--out", str(out_file))
+        assert result.returncode == 2, (path.name, result.stdout, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, (path.name, result.stderr)
+        assert lines[0].startswith("condvln: error: ")
+        assert str(path) in lines[0]
+        assert "Traceback" not in result.stderr
+        assert not out_file.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("scenes", "show", "3", "--source", "procedurl"), "did you mean 'procedural'"),
+        (("scenes", "show", "--", "-4"), "seed"),
+        (("scenes", "show", "abc"), "seed"),
+    ],
+)
+def test_bad_names_and_seeds(args: tuple[str, ...], needle: str) -> None:
+    result = run_cli(*args)
+    assert result.returncode == 2
+    assert needle in result.stderr
+    assert "Traceback" not in result.stderr
