@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,13 @@ from condvln.scene.sources import load
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """Run ``python -m condvln ARGS`` and capture its output."""
+    env = {**os.environ, "COLUMNS": "200"}  # rich wraps at the terminal width
     return subprocess.run(
-        [sys.executable, "-m", "condvln", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "condvln", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
 
 
@@ -114,3 +120,24 @@ def test_bad_names_and_seeds(args: tuple[str, ...], needle: str) -> None:
     assert result.returncode == 2
     assert needle in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_graph_summary_and_export(tmp_path: Path) -> None:
+    from condvln.graph import build_scene_graph, load_graph, summarize
+
+    out_file = tmp_path / "g.json"
+    result = run_cli("graph", "4", "--predicate", "near", "--limit", "3", "--out", str(out_file))
+    assert result.returncode == 0, result.stderr
+    graph = build_scene_graph(load("procedural", "4"))
+    summary = summarize(graph)
+    assert f"{summary['ordered_pairs']} ordered pairs" in result.stdout
+    assert f"{summary['undecided']} undecided facts" in result.stdout
+    assert " near " in result.stdout
+    assert load_graph(out_file) == graph
+
+
+def test_graph_unknown_predicate_is_a_one_line_error() -> None:
+    result = run_cli("graph", "4", "--predicate", "nearr")
+    assert result.returncode == 2
+    assert "did you mean 'near'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -114,6 +114,50 @@ def scenes_export(
     )
 
 
+@app.command("graph")
+def graph_command(
+    reference: ReferenceArgument,
+    source: SourceOption = "procedural",
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the scene graph JSON here.")
+    ] = None,
+    predicate: Annotated[
+        str | None,
+        typer.Option("--predicate", "-p", help="Also list the edges of this predicate."),
+    ] = None,
+    limit: Annotated[int, typer.Option(help="Most edges to list with --predicate.")] = 50,
+) -> None:
+    """Build a scene's spatial scene graph, print a summary and optionally export it."""
+    from condvln.graph import PREDICATES, Truth, build_scene_graph, save_graph, summarize
+    from condvln.scene.sources import load
+
+    if predicate is not None:
+        PREDICATES.get(predicate)  # unknown names fail before any work, with a suggestion
+    graph = build_scene_graph(load(source, reference))
+    summary = summarize(graph)
+    table = Table(title=f"{summary['scene_id']} scene graph (config {summary['config_hash']})")
+    table.add_column("predicate")
+    table.add_column("TRUE edges", justify="right")
+    table.add_column("UNDECIDED", justify="right")
+    for name, count in summary["edges_per_predicate"].items():
+        table.add_row(name, str(count), str(summary["undecided_per_predicate"].get(name, "")))
+    console.print(table)
+    console.print(
+        f"{summary['nodes']} nodes ({summary['rooms']} rooms, {summary['objects']} objects), "
+        f"{summary['ordered_pairs']} ordered pairs, {summary['edges']} edges, "
+        f"{summary['undecided']} undecided facts"
+    )
+    if predicate is not None:
+        for shown, edge in enumerate(graph.edges(predicate, truth=Truth.TRUE)):
+            if shown == limit:
+                console.print(f"… (first {limit} shown; raise --limit for more)")
+                break
+            console.print(edge.describe(), markup=False)
+    if out is not None:
+        save_graph(graph, out)
+        console.print(f"wrote {out}")
+
+
 def main() -> None:
     """Run the command line; user errors print one line and exit with code 2."""
     try:
