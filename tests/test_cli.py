@@ -141,3 +141,11 @@ def test_graph_unknown_predicate_is_a_one_line_error() -> None:
     assert result.returncode == 2
     assert "did you mean 'near'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_render_writes_a_png(tmp_path: Path) -> None:
+    out_file = tmp_path / "map.png"
+    result = run_cli("scenes", "render", "2", "--out", str(out_file))
+    assert result.returncode == 0, result.stderr
+    assert out_file.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "islands" in result.stdout

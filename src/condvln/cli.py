@@ -114,6 +114,27 @@ def scenes_export(
     )
 
 
+@scenes_app.command("render")
+def scenes_render(
+    reference: ReferenceArgument,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output PNG file.")],
+    source: SourceOption = "procedural",
+    labels: Annotated[bool, typer.Option(help="Label objects with their ids.")] = True,
+) -> None:
+    """Draw a top-down map: rooms, walls, doors, obstacles, navigable area, objects."""
+    from condvln.nav import GridNavigator
+    from condvln.nav.render import render_map
+    from condvln.scene.sources import load
+
+    scene = load(source, reference)
+    navigator = GridNavigator(scene)
+    render_map(scene, out, navigator, show_labels=labels)
+    islands = len(navigator.area.islands)
+    console.print(
+        f"wrote {out} (navigable area {navigator.area.area:.1f} m², {islands} islands)"
+    )
+
+
 @app.command("graph")
 def graph_command(
     reference: ReferenceArgument,

@@ -1,0 +1,140 @@
+"""Benchmark the built-in navigator: distance-field solve time and geodesic queries per second.
+
+Runs on the largest of the first ``--seeds`` procedural houses and on a synthetic 20 × 20 m
+four-room house with furniture (the target size: one field ≤ 50 ms, ≥ 100,000 point queries/s
+from a cached field)::
+
+    PYTHONPATH=src python benchmarks/bench_nav.py [--seeds 200] [--solver fmm|dijkstra]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from condvln.nav import GridConfig, GridNavigator, approach_points
+from condvln.scene.model import Door, Room, Scene, SceneObject
+from condvln.scene.sources import load
+
+
+def synthetic_house(size: float = 20.0, seed: int = 0) -> Scene:
+    """Four square rooms of ``size / 2`` with doors between neighbours and 12 boxes each."""
+    rng = np.random.default_rng(seed)
+    half = size / 2.0
+    rooms = []
+    for i, (x0, z0) in enumerate([(0.0, 0.0), (half, 0.0), (0.0, half), (half, half)]):
+        objects = []
+        for k in range(12):
+            sx, sz = rng.uniform(0.4, 1.6, size=2)
+            cx = rng.uniform(x0 + 0.3 + sx / 2, x0 + half - 0.3 - sx / 2)
+            cz = rng.uniform(z0 + 0.3 + sz / 2, z0 + half - 0.3 - sz / 2)
+            objects.append(
+                SceneObject(
+                    id=f"r{i}_box{k}",
+                    category="box",
+                    label="Box",
+                    center=(cx, 0.4, cz),
+                    size=(sx, 0.8, sz),
+                )
+            )
+        polygon = ((x0, z0), (x0 + half, z0), (x0 + half, z0 + half), (x0, z0 + half))
+        rooms.append(
+            Room(
+                id=f"r{i}",
+                room_type="living room",
+                label="LivingRoom",
+                objects=tuple(objects),
+                floor_polygon=polygon,
+            )
+        )
+    mid, lo, hi = half, half / 2 - 0.5, half / 2 + 0.5
+    doors = (
+        Door(id="d01", room_ids=("r0", "r1"), segment=((mid, lo), (mid, hi))),
+        Door(id="d23", room_ids=("r2", "r3"), segment=((mid, half + lo), (mid, half + hi))),
+        Door(id="d02", room_ids=("r0", "r2"), segment=((lo, mid), (hi, mid))),
+        Door(id="d13", room_ids=("r1", "r3"), segment=((half + lo, mid), (half + hi, mid))),
+    )
+    return Scene(id=f"synthetic/{size:g}m", source="benchmark", rooms=tuple(rooms), doors=doors)
+
+
+def largest_procedural(seeds: int) -> Scene:
+    """The procedural house with the largest floor among seeds ``0 .. seeds - 1``."""
+    best, best_area = None, -1.0
+    for seed in range(seeds):
+        scene = load("procedural", str(seed))
+        area = sum(room.area or 0.0 for room in scene.rooms)
+        if area > best_area:
+            best, best_area = scene, area
+    assert best is not None
+    return best
+
+
+def _timed(fn: Callable[[], object], repeat: int) -> float:
+    """Median wall time of ``fn`` in seconds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def bench(scene: Scene, solver: str, n_queries: int = 1_000_000) -> None:
+    """Print build, field, query, path and approach-point timings for one scene."""
+    config = GridConfig(solver=solver)  # type: ignore[arg-type]
+    build = _timed(lambda: GridNavigator(scene, config=config), 3)
+    nav = GridNavigator(scene, config=config)
+    rows, cols = nav.area.frame.shape
+    c = nav.area.frame.cell_size
+    xs, zs = nav.area.frame.all_centres()
+    free = np.column_stack([xs[nav.area.free], zs[nav.area.free]])
+    rng = np.random.default_rng(0)
+    goals = free[rng.choice(len(free), size=10, replace=False)]
+    field_times = []
+    for gx, gz in goals:
+        fresh = GridNavigator(scene, config=config, area=nav.area)
+        field_times.append(_timed(lambda g=(gx, 0.0, gz), n=fresh: n.distance_field(g), 1))
+    field = nav.distance_field((goals[0][0], 0.0, goals[0][1]))
+    lo, hi = free.min(axis=0), free.max(axis=0)
+    pts = np.zeros((n_queries, 3))
+    pts[:, [0, 2]] = rng.uniform(lo, hi, size=(n_queries, 2))
+    query = _timed(lambda: field.query(pts), 3)
+    pairs = [
+        ((a[0], 0.0, a[1]), (b[0], 0.0, b[1])) for a, b in free[rng.choice(len(free), (20, 2))]
+    ]
+    path_new = _timed(lambda: [nav.shortest_path(a, b) for a, b in pairs], 1)
+    path_cached = _timed(lambda: [nav.shortest_path(a, b) for a, b in pairs], 1)
+    approach = _timed(lambda: approach_points(nav, scene), 1)
+    n_objects = sum(len(room.objects) for room in scene.rooms)
+    print(
+        f"{scene.id}: {cols * c:.1f} × {rows * c:.1f} m grid ({rows}×{cols} cells), "
+        f"navigable {nav.area.area:.1f} m², solver {nav.solver}"
+    )
+    print(f"  build navigable area     {build * 1e3:8.1f} ms")
+    print(
+        f"  distance field (median)  {np.median(field_times) * 1e3:8.1f} ms"
+        f"   (min {min(field_times) * 1e3:.1f}, max {max(field_times) * 1e3:.1f})"
+    )
+    print(f"  cached field queries     {n_queries / query:12,.0f} points/s")
+    print(
+        f"  shortest path, new goal  {path_new / 20 * 1e3:8.2f} ms per path (field solve included)"
+    )
+    print(f"  shortest path, cached    {path_cached / 20 * 1e3:8.2f} ms per path")
+    print(f"  approach points          {approach * 1e3:8.1f} ms for {n_objects} objects")
+
+
+def main() -> None:
+    """Parse options and run the benchmark."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=200, help="procedural seeds to scan")
+    parser.add_argument("--solver", choices=("fmm", "dijkstra"), default="fmm")
+    args = parser.parse_args()
+    bench(largest_procedural(args.seeds), args.solver)
+    bench(synthetic_house(20.0), args.solver)
+
+
+if __name__ == "__main__":
+    main()

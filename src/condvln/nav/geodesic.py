@@ -1,0 +1,652 @@
+"""Geodesic queries: distance fields, distances, any-angle shortest paths and approach points.
+
+:class:`Navigator` is the interface the rest of CondVLN uses; :class:`GridNavigator` is the
+built-in backend on the occupancy grid of :mod:`condvln.nav.area` and
+:class:`~condvln.nav.habitat.HabitatNavigator` wraps habitat-sim's path finder.
+
+Conventions:
+
+* Points are 3D Habitat points ``(x, y, z)``; only ``(x, z)`` matter. Returned points get
+  ``y`` = the floor height of the room that holds them (the nearest room outside every room).
+* Query points off the navigable area are moved to the nearest free cell when that is at most
+  ``GridConfig.max_snap`` away; a point that lands in an island (a component that is not the
+  main region) or farther away is **unreachable**.
+* Unreachable is explicit: :meth:`Navigator.distance` and :meth:`Navigator.shortest_path` return
+  ``None``, :meth:`GeodesicField.query` masks the entry (``numpy.ma``), and
+  :meth:`Navigator.distance_field` raises :class:`Unreachable`. No NaN or inf is returned.
+* A distance field is solved once per goal (fast marching by default, Dijkstra on the
+  16-connected grid as the fallback) and cached (LRU, keyed by the goal rounded to 1 mm).
+  Field values carry the solver's error (fast marching: about ±1.5 cm on 5 cm cells).
+* :meth:`GridNavigator.distance` is the length of the any-angle shortest path: the field's
+  steepest-descent chain of cells, string-pulled with exact grid line-of-sight. It is exact
+  when the end points see each other and within a few millimetres per corner otherwise (tight
+  U-turns around a door jamb are the worst case: up to ~5 % long, as the grid keeps 2.5 cm more
+  clearance there than the continuous optimum).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import ndimage, sparse
+from scipy.sparse import csgraph
+
+from condvln.errors import ConfigError, ValidationError
+from condvln.nav.agent import AgentSpec, GridConfig
+from condvln.nav.area import NavArea, build_nav_area, footprint_distance
+from condvln.nav.grid import FloatArray, IntArray
+from condvln.scene.model import Scene, SceneObject, Vec3
+
+HAVE_SKFMM = importlib.util.find_spec("skfmm") is not None
+"""Whether scikit-fmm is importable (otherwise the Dijkstra solver is used)."""
+
+# The 8 neighbour offsets (row, col); the first four are the 4-connected ones.
+_OFFSETS = ((-1, 0), (1, 0), (0, -1), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
+
+
+class Unreachable(ValidationError):
+    """A goal or point that is not on (or near enough to) the main navigable region."""
+
+
+@runtime_checkable
+class GeodesicField(Protocol):
+    """Geodesic distances from every point to one goal."""
+
+    goal: Vec3
+
+    def query(self, points: ArrayLike) -> np.ma.MaskedArray:
+        """Distances from points ``(N, 3)`` to the goal; unreachable entries are masked."""
+        ...
+
+    def distance(self, point: Sequence[float]) -> float | None:
+        """Distance from one point to the goal, or ``None`` when unreachable."""
+        ...
+
+
+@runtime_checkable
+class Navigator(Protocol):
+    """Navigation geometry of one scene for one agent body."""
+
+    agent: AgentSpec
+
+    def is_navigable(self, point: Sequence[float]) -> bool:
+        """Whether the agent's centre may stand at ``point``."""
+        ...
+
+    def snap(self, point: Sequence[float]) -> Vec3 | None:
+        """The nearest navigable point (``None`` when the backend finds none)."""
+        ...
+
+    def distance(self, a: Sequence[float], b: Sequence[float]) -> float | None:
+        """Geodesic distance ``a → b``, or ``None`` when unreachable."""
+        ...
+
+    def distance_field(self, goal: Sequence[float]) -> GeodesicField:
+        """Distances to ``goal`` from everywhere (raises :class:`Unreachable`)."""
+        ...
+
+    def shortest_path(self, a: Sequence[float], b: Sequence[float]) -> list[Vec3] | None:
+        """Any-angle shortest path ``a → b`` as waypoints, or ``None`` when unreachable."""
+        ...
+
+    def approach_point(self, obj: SceneObject) -> Vec3 | None:
+        """Where the agent arrives at ``obj``, or ``None`` when it cannot reach it."""
+        ...
+
+    def line_of_sight(self, a: Sequence[float], b: Sequence[float]) -> bool:
+        """Whether the straight move ``a → b`` stays on the navigable area."""
+        ...
+
+    def visible(self, a: Sequence[float], b: Sequence[float]) -> bool:
+        """Whether ``b`` can be seen from ``a`` (only walls block)."""
+        ...
+
+
+def as_points(points: ArrayLike) -> FloatArray:
+    """``(N, 3)`` float array from one point or many; ``ValueError`` on other shapes.
+
+    >>> as_points((1, 2, 3)).shape
+    (1, 3)
+    """
+    arr = np.asarray(points, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr.reshape(1, -1)
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise ValueError(f"points must be (x, y, z) or an (N, 3) array, got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError("points must be finite")
+    return arr
+
+
+class GridField:
+    """A solved distance field on the occupancy grid (see :meth:`GridNavigator.distance_field`).
+
+    Attributes:
+        goal: The goal the field was solved for (after snapping).
+        values: Distance (m) at every cell centre of the main region (0 elsewhere).
+        reached: Cells that hold a distance.
+    """
+
+    def __init__(
+        self, navigator: GridNavigator, goal: Vec3, values: FloatArray, reached: NDArray[np.bool_]
+    ) -> None:
+        self.goal = goal
+        self.values = values
+        self.reached = reached
+        self._nav = navigator
+
+    def query(self, points: ArrayLike) -> np.ma.MaskedArray:
+        """Geodesic distances from points ``(N, 3)`` (or one point) to the goal.
+
+        Navigable points interpolate the four surrounding cell centres (bilinear over the cells
+        that hold a distance); snapped points take the value of their cell.
+
+        Returns:
+            A masked float array of length N; masked entries are unreachable.
+        """
+        xz = as_points(points)[:, [0, 2]]
+        rows, cols, own, ok = self._nav.locate(xz)
+        ok &= self.reached[rows, cols]
+        values = self.values[rows, cols].copy()
+        smooth = ok & own
+        values[smooth] = self._bilinear(xz[smooth])
+        return np.ma.MaskedArray(np.where(ok, values, 0.0), mask=~ok)
+
+    def distance(self, point: Sequence[float]) -> float | None:
+        """Geodesic distance from ``point`` to the goal, or ``None`` when unreachable."""
+        result = self.query(point)
+        return None if bool(result.mask[0]) else float(result.data[0])
+
+    def _bilinear(self, xz: FloatArray) -> FloatArray:
+        frame = self._nav.area.frame
+        rows_f, cols_f = frame.continuous(xz)
+        r0 = np.floor(rows_f - 0.5).astype(np.intp)
+        c0 = np.floor(cols_f - 0.5).astype(np.intp)
+        fr, fc = rows_f - 0.5 - r0, cols_f - 0.5 - c0
+        total = np.zeros(len(xz))
+        weight = np.zeros(len(xz))
+        for dr, dc in ((0, 0), (0, 1), (1, 0), (1, 1)):
+            r, c = r0 + dr, c0 + dc
+            inside = (r >= 0) & (r < frame.shape[0]) & (c >= 0) & (c < frame.shape[1])
+            r, c = np.clip(r, 0, frame.shape[0] - 1), np.clip(c, 0, frame.shape[1] - 1)
+            w = (fr if dr else 1.0 - fr) * (fc if dc else 1.0 - fc)
+            w = np.where(inside & self.reached[r, c], w, 0.0)
+            total += w * self.values[r, c]
+            weight += w
+        rows, cols, _ = frame.cells(xz)
+        own = self.values[rows, cols]
+        return np.where(weight > 1e-9, total / np.maximum(weight, 1e-9), own)
+
+    @cached_property
+    def downhill(self) -> IntArray:
+        """For every cell, the flat index of its lowest neighbour (itself at a local minimum).
+
+        Diagonal steps need both orthogonal neighbours reached (no corner cutting).
+        """
+        rows, cols = self.values.shape
+        big = float(self.values.max()) + 1.0
+        val = np.where(self.reached, self.values, big)
+        padded = np.pad(val, 1, constant_values=big)
+        flat = np.arange(rows * cols).reshape(rows, cols)
+        best, best_index = val.copy(), flat.copy()
+        open_: dict[tuple[int, int], NDArray[np.bool_]] = {}
+        for dr, dc in _OFFSETS:
+            shifted = padded[1 + dr : 1 + dr + rows, 1 + dc : 1 + dc + cols]
+            allowed = open_[(dr, dc)] = shifted < big
+            if dr and dc:
+                allowed = allowed & open_[(dr, 0)] & open_[(0, dc)]
+            better = allowed & (shifted < best)
+            best = np.where(better, shifted, best)
+            best_index = np.where(better, flat + dr * cols + dc, best_index)
+        return best_index.ravel()
+
+    def descend(self, row: int, col: int) -> list[int]:
+        """Flat indices of the cells from ``(row, col)`` down to the goal's local minimum."""
+        downhill = self.downhill
+        cells = [row * self.values.shape[1] + col]
+        limit = self.values.size
+        while len(cells) <= limit:
+            nxt = int(downhill[cells[-1]])
+            if nxt == cells[-1]:
+                return cells
+            cells.append(nxt)
+        raise RuntimeError("distance field descent did not terminate")  # pragma: no cover
+
+
+class GridNavigator:
+    """The built-in navigator: occupancy grid + fast marching (or Dijkstra) distance fields.
+
+    Args:
+        scene: The scene.
+        agent: The agent body (VLN-CE defaults when omitted).
+        config: Grid settings (defaults: 5 cm cells, fast marching, 1 m reach).
+        area: A prebuilt navigable area (built from ``scene`` when omitted).
+
+    >>> from condvln.scene.model import Room, Scene
+    >>> room = Room(id="r", room_type="bedroom", label="Bedroom",
+    ...             floor_polygon=((0, 0), (4, 0), (4, 3), (0, 3)))
+    >>> nav = GridNavigator(Scene(id="s", source="test", rooms=(room,)))
+    >>> round(nav.distance((1.0, 0.0, 1.0), (3.0, 0.0, 2.0)), 1)
+    2.2
+    """
+
+    def __init__(
+        self,
+        scene: Scene,
+        agent: AgentSpec | None = None,
+        config: GridConfig | None = None,
+        *,
+        area: NavArea | None = None,
+    ) -> None:
+        self.config = config or GridConfig()
+        self.area = area or build_nav_area(scene, agent, self.config.cell_size)
+        self.agent = self.area.agent
+        self.scene = scene
+        self.solver = self.config.solver if HAVE_SKFMM else "dijkstra"
+        self._cache: OrderedDict[tuple[float, float], GridField] = OrderedDict()
+
+    # --- points ------------------------------------------------------------------------------
+
+    def locate(
+        self, xz: FloatArray
+    ) -> tuple[IntArray, IntArray, NDArray[np.bool_], NDArray[np.bool_]]:
+        """Cells answering for ground points ``(N, 2)``.
+
+        Returns:
+            ``(rows, cols, own, ok)``: the point's own cell when it is free, else the nearest free
+            cell (any component); ``own`` marks points standing in their own free cell; ``ok``
+            marks points whose cell is in the main region and within ``max_snap``.
+        """
+        frame, area = self.area.frame, self.area
+        rows, cols, inside = frame.cells(xz)
+        own = inside & area.free_any[rows, cols]
+        near_rows, near_cols = self._nearest_any[:, rows, cols]
+        rows = np.where(own, rows, near_rows)
+        cols = np.where(own, cols, near_cols)
+        gap = np.hypot(*(frame.centres(rows, cols) - xz).T)
+        ok = (own | (gap <= self.config.max_snap)) & area.free[rows, cols]
+        return rows, cols, own & area.free[rows, cols], ok
+
+    @cached_property
+    def _nearest_any(self) -> IntArray:
+        return ndimage.distance_transform_edt(
+            ~self.area.free_any, return_distances=False, return_indices=True
+        )
+
+    @cached_property
+    def _nearest_main(self) -> IntArray:
+        return ndimage.distance_transform_edt(
+            ~self.area.free, return_distances=False, return_indices=True
+        )
+
+    @cached_property
+    def _floor_heights(self) -> FloatArray:
+        heights = np.array([room.floor_height for room in self.scene.rooms], dtype=np.float64)
+        index = self.area.room_index
+        if (index < 0).all() or (heights == heights[0]).all():
+            return np.full(index.shape, heights[0])
+        near_rows, near_cols = ndimage.distance_transform_edt(
+            index < 0, return_distances=False, return_indices=True
+        )
+        return heights[index[near_rows, near_cols]]
+
+    def point(self, x: float, z: float) -> Vec3:
+        """The 3D point at ground position ``(x, z)`` on the floor of the room holding it."""
+        rows, cols, _ = self.area.frame.cells([(x, z)])
+        return (float(x), float(self._floor_heights[rows[0], cols[0]]), float(z))
+
+    def _points(self, xz: FloatArray) -> list[Vec3]:
+        return [self.point(x, z) for x, z in xz]
+
+    def is_navigable(self, point: Sequence[float]) -> bool:
+        """Whether ``point`` lies in a cell of the main navigable region."""
+        return bool(self.area.navigable(as_points(point)[:, [0, 2]])[0])
+
+    def snap(self, point: Sequence[float]) -> Vec3:
+        """``point`` itself when navigable, else the centre of the nearest main-region cell."""
+        xz = as_points(point)[:, [0, 2]]
+        if self.area.navigable(xz)[0]:
+            return self.point(*xz[0])
+        rows, cols, _ = self.area.frame.cells(xz)
+        near_rows, near_cols = self._nearest_main[:, rows, cols]
+        return self.point(*self.area.frame.centres(near_rows, near_cols)[0])
+
+    # --- fields and distances ----------------------------------------------------------------
+
+    def distance_field(self, goal: Sequence[float]) -> GridField:
+        """The (cached) distance field to ``goal``.
+
+        Raises:
+            Unreachable: When ``goal`` is not within ``max_snap`` of the main region.
+        """
+        xz = as_points(goal)[:, [0, 2]]
+        rows, cols, own, ok = self.locate(xz)
+        if not ok[0]:
+            raise Unreachable(
+                f"scene {self.scene.id!r}: goal {tuple(goal)} is not on the navigable area"
+            )
+        seed = xz[0] if own[0] else self.area.frame.centres(rows, cols)[0]
+        key = (round(float(seed[0]), 3), round(float(seed[1]), 3))
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        values, reached = self._solve(seed)
+        field = GridField(self, self.point(*seed), values, reached)
+        self._cache[key] = field
+        if len(self._cache) > self.config.cache_size:
+            self._cache.popitem(last=False)
+        return field
+
+    def _solve(self, seed: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
+        if self.solver == "fmm":
+            return _solve_fmm(self.area, seed)
+        return _solve_dijkstra(self.area, seed, self._graph)
+
+    @cached_property
+    def _graph(self) -> sparse.csr_matrix:
+        return _grid_graph(self.area.free, self.area.frame.cell_size)
+
+    def distance(self, a: Sequence[float], b: Sequence[float]) -> float | None:
+        """Geodesic distance from ``a`` to ``b`` in metres, or ``None`` when unreachable.
+
+        This is the ground length of :meth:`shortest_path`: exact (Euclidean) when ``a`` sees
+        ``b``, within a few millimetres per corner otherwise. For many points per goal use
+        :meth:`distance_field`, whose values carry the fast-marching error (about ±1.5 cm).
+        """
+        path = self.shortest_path(a, b)
+        if path is None:
+            return None
+        xz = np.asarray(path)[:, [0, 2]]
+        return float(np.hypot(*np.diff(xz, axis=0).T).sum())
+
+    # --- paths and visibility ----------------------------------------------------------------
+
+    def shortest_path(self, a: Sequence[float], b: Sequence[float]) -> list[Vec3] | None:
+        """Any-angle shortest path from ``a`` to ``b`` (string-pulled), or ``None``.
+
+        The first waypoint is ``a`` (or its snapped cell centre), the last is ``b`` (or its
+        snapped point); consecutive waypoints see each other on the navigable grid.
+        """
+        try:
+            field = self.distance_field(b)
+        except Unreachable:
+            return None
+        xz = as_points(a)[:, [0, 2]]
+        rows, cols, own, ok = self.locate(xz)
+        if not ok[0]:
+            return None
+        start = xz[0] if own[0] else self.area.frame.centres(rows, cols)[0]
+        goal = np.array([field.goal[0], field.goal[2]])
+        cells = field.descend(int(rows[0]), int(cols[0]))
+        r, c = np.divmod(np.asarray(cells[1:], dtype=np.intp), self.area.frame.shape[1])
+        chain = np.vstack([start, self.area.frame.centres(r, c), goal])
+        return self._points(self._string_pull(chain))
+
+    def _string_pull(self, chain: FloatArray) -> FloatArray:
+        """Waypoints of ``chain`` (consecutive points see each other) with the corners pulled taut.
+
+        A greedy pass keeps the farthest visible chain point at each step; two refinement passes
+        then move every corner to the chain point that shortens its two legs most while both
+        stay clear; a last greedy pass drops corners that became redundant.
+        """
+        kept = self._greedy(chain, list(range(len(chain))))
+        for _ in range(2):
+            for i in range(1, len(kept) - 1):
+                kept[i] = self._best_corner(chain, kept[i - 1], kept[i], kept[i + 1])
+        return chain[self._greedy(chain, kept)]
+
+    def _greedy(self, chain: FloatArray, order: list[int]) -> list[int]:
+        kept = [order[0]]
+        j = 0
+        while kept[-1] != order[-1]:
+            j += 1
+            while j + 1 < len(order) and self._clear(chain[kept[-1]], chain[order[j + 1]]):
+                j += 1
+            kept.append(order[j])
+        return kept
+
+    def _best_corner(self, chain: FloatArray, prev: int, current: int, nxt: int) -> int:
+        candidates = np.arange(prev + 1, nxt)
+        points = chain[candidates]
+        legs = np.hypot(*(points - chain[prev]).T) + np.hypot(*(points - chain[nxt]).T)
+        hopeful = legs < legs[current - prev - 1]
+        hopeful[hopeful] = self._roughly_clear(chain[prev], points[hopeful])
+        hopeful[hopeful] = self._roughly_clear(chain[nxt], points[hopeful])
+        for k in np.flatnonzero(hopeful)[np.argsort(legs[hopeful], kind="stable")]:
+            j = int(candidates[k])
+            if self._clear(chain[prev], chain[j]) and self._clear(chain[j], chain[nxt]):
+                return j
+        return current
+
+    def _roughly_clear(self, a: FloatArray, ends: FloatArray) -> NDArray[np.bool_]:
+        """Sampled (quarter-cell steps) clearance of segments ``a → ends[k]``; a fast pre-filter."""
+        if len(ends) == 0:
+            return np.zeros(0, dtype=bool)
+        longest = float(np.hypot(*(ends - a).T).max())
+        steps = max(int(np.ceil(4.0 * longest / self.area.frame.cell_size)), 1)
+        t = np.linspace(0.0, 1.0, steps + 1)
+        samples = a + t[None, :, None] * (ends - a)[:, None, :]
+        rows, cols, inside = self.area.frame.cells(samples.reshape(-1, 2))
+        ok = (inside & self.area.free[rows, cols]).reshape(len(ends), steps + 1)
+        return ok.all(axis=1)
+
+    def _clear(self, a: ArrayLike, b: ArrayLike) -> bool:
+        rows, cols = self.area.frame.traverse(a, b)
+        return bool(self.area.free[rows, cols].all())
+
+    def line_of_sight(self, a: Sequence[float], b: Sequence[float]) -> bool:
+        """Whether the segment ``a → b`` crosses only cells of the main navigable region."""
+        pa, pb = as_points(a)[0, [0, 2]], as_points(b)[0, [0, 2]]
+        return self._clear(pa, pb)
+
+    def visible(self, a: Sequence[float], b: Sequence[float]) -> bool:
+        """Whether ``b`` is visible from ``a``: no wall between them (furniture does not block).
+
+        The cells holding ``a`` and ``b`` themselves are ignored, so an object on a wall is
+        visible from its room.
+        """
+        pa, pb = as_points(a)[0, [0, 2]], as_points(b)[0, [0, 2]]
+        rows, cols = self.area.frame.traverse(pa, pb)
+        ends = np.zeros(rows.size, dtype=bool)
+        for p in (pa, pb):
+            (r,), (c,), _ = self.area.frame.cells(p)
+            ends |= (rows == r) & (cols == c)
+        return not bool(self.area.view_blocked[rows[~ends], cols[~ends]].any())
+
+    # --- objects -----------------------------------------------------------------------------
+
+    def approach_point(self, obj: SceneObject) -> Vec3 | None:
+        """Where the agent arrives at ``obj``: the navigable point nearest its footprint.
+
+        Candidates are main-region cell centres within ``config.reach`` (1 m) of the object's
+        footprint (box rectangle, radius disc or centre), preferring cells in the object's own
+        room when it has any. Among those within one cell of the smallest footprint distance,
+        the one closest to the object's centre wins (see :func:`choose_approach`).
+
+        Returns:
+            The approach point, or ``None`` when no navigable point is within reach.
+        """
+        rows, cols = self._window(obj)
+        xz = self.area.frame.centres(rows, cols)
+        own_room = self._room_numbers.get(obj.id)
+        in_room = self.area.room_index[rows, cols] == own_room if own_room is not None else None
+        best = choose_approach(obj, xz, self.config.reach, in_room, self.config.cell_size)
+        return None if best is None else self.point(*xz[best])
+
+    def _window(self, obj: SceneObject) -> tuple[IntArray, IntArray]:
+        bbox = obj.box
+        lo = np.array([bbox.min[0], bbox.min[2]]) if bbox else np.array(obj.center)[[0, 2]]
+        hi = np.array([bbox.max[0], bbox.max[2]]) if bbox else lo.copy()
+        pad = self.config.reach + (0.0 if bbox else (obj.radius or 0.0))
+        frame = self.area.frame
+        (r0, r1), (c0, c1), _ = frame.cells(np.vstack([lo - pad, hi + pad]))
+        sub = self.area.free[r0 : r1 + 1, c0 : c1 + 1]
+        rows, cols = np.nonzero(sub)
+        return rows + r0, cols + c0
+
+    @cached_property
+    def _room_numbers(self) -> dict[str, int]:
+        return {obj.id: i for i, room in enumerate(self.scene.rooms) for obj in room.objects}
+
+
+def choose_approach(
+    obj: SceneObject,
+    xz: FloatArray,
+    reach: float,
+    preferred: NDArray[np.bool_] | None = None,
+    tolerance: float = 0.05,
+) -> int | None:
+    """Index of the approach point of ``obj`` among navigable candidates ``xz`` ``(N, 2)``.
+
+    Candidates farther than ``reach`` from the footprint are dropped; when ``preferred`` marks
+    any remaining candidate (e.g. those in the object's room) only those are kept. Candidates
+    within ``tolerance`` (one grid cell) of the smallest footprint distance count as equally
+    near; of those the one closest to the object's centre wins (the middle of the nearest free
+    side rather than a corner), then the first.
+
+    >>> cup = SceneObject(id="c", category="cup", label="Cup", center=(0, 1, 0), size=(1, 1, 1))
+    >>> choose_approach(cup, np.array([[2.0, 0.0], [0.6, 0.6], [0.0, 0.62]]), 1.0)
+    2
+    """
+    gap = footprint_distance(obj, xz)
+    keep = gap <= reach
+    if preferred is not None and (keep & preferred).any():
+        keep &= preferred
+    if not keep.any():
+        return None
+    keep &= gap <= gap[keep].min() + tolerance
+    (index,) = np.nonzero(keep)
+    to_centre = np.hypot(xz[index, 0] - obj.center[0], xz[index, 1] - obj.center[2])
+    return int(index[np.argmin(to_centre)])
+
+
+def make_navigator(
+    scene: Scene,
+    backend: str = "grid",
+    *,
+    agent: AgentSpec | None = None,
+    config: GridConfig | None = None,
+    navmesh: str | None = None,
+) -> Navigator:
+    """Build a navigator for ``scene``: ``backend`` is ``"grid"`` or ``"habitat"``.
+
+    Raises:
+        ConfigError: On an unknown backend, a habitat backend without ``navmesh``, or a missing
+            habitat-sim.
+    """
+    if backend == "grid":
+        return GridNavigator(scene, agent, config)
+    if backend == "habitat":
+        if navmesh is None:
+            raise ConfigError("the habitat backend needs a navmesh file")
+        from condvln.nav.habitat import HabitatNavigator
+
+        return HabitatNavigator(navmesh, scene, agent, config)
+    raise ConfigError(f"unknown navigation backend {backend!r} (known: grid, habitat)")
+
+
+def approach_points(navigator: Navigator, scene: Scene) -> dict[str, Vec3 | None]:
+    """Approach point of every object of ``scene`` (``None`` for unreachable objects)."""
+    return {obj.id: navigator.approach_point(obj) for obj in scene.objects()}
+
+
+# --- solvers -----------------------------------------------------------------------------------
+
+
+def _seed_distance(area: NavArea, seed: FloatArray) -> FloatArray:
+    xs, zs = area.frame.all_centres()
+    return np.hypot(xs - seed[0], zs - seed[1])
+
+
+def _solve_fmm(area: NavArea, seed: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
+    """Second-order fast marching from a small disc around ``seed``.
+
+    The disc (two cells, at most the agent radius, so it never reaches past a wall) keeps the
+    front's curvature error small; its radius is added back.
+    """
+    import skfmm
+
+    cell = area.frame.cell_size
+    rho = min(2.0 * cell, area.agent.radius)
+    phi = np.ma.MaskedArray(_seed_distance(area, seed) - rho, mask=~area.free)
+    if not (phi > 0).any():
+        return np.where(area.free, phi.data + rho, 0.0), area.free.copy()
+    solved = skfmm.distance(phi, dx=cell, order=2)
+    reached = area.free & ~np.ma.getmaskarray(solved)
+    values = np.where(reached, np.maximum(np.ma.getdata(solved) + rho, 0.0), 0.0)
+    return values, reached
+
+
+def _moves() -> list[tuple[int, int, tuple[tuple[int, int], ...]]]:
+    """16-neighbour moves ``(dr, dc, cells the move also crosses)``: no corner cutting."""
+    moves = []
+    for dr in (-2, -1, 0, 1, 2):
+        for dc in (-2, -1, 0, 1, 2):
+            if (dr, dc) == (0, 0) or (abs(dr) == 2 and abs(dc) != 1):
+                continue
+            if abs(dc) == 2 and abs(dr) != 1:
+                continue
+            sr, sc = int(np.sign(dr)), int(np.sign(dc))
+            if abs(dr) == 2:
+                crossed = ((sr, 0), (sr, dc))
+            elif abs(dc) == 2:
+                crossed = ((0, sc), (dr, sc))
+            elif dr and dc:
+                crossed = ((dr, 0), (0, dc))
+            else:
+                crossed = ()
+            moves.append((dr, dc, crossed))
+    return moves
+
+
+def _grid_graph(free: NDArray[np.bool_], cell: float) -> sparse.csr_matrix:
+    """Directed 16-connected graph of the free cells plus one (unlinked) source node.
+
+    Knight moves cut the octile metric's error from 8 % to under 3 %; a move is allowed when
+    every cell its segment crosses is free.
+    """
+    rows, cols = free.shape
+    index = np.arange(rows * cols).reshape(rows, cols)
+    padded = np.pad(free, 2)
+
+    def shifted(dr: int, dc: int) -> NDArray[np.bool_]:
+        return padded[2 + dr : 2 + dr + rows, 2 + dc : 2 + dc + cols]
+
+    heads, tails, weights = [], [], []
+    for dr, dc, crossed in _moves():
+        ok = free & shifted(dr, dc)
+        for cr, cc in crossed:
+            ok &= shifted(cr, cc)
+        src = index[ok]
+        heads.append(src)
+        tails.append(src + dr * cols + dc)
+        weights.append(np.full(src.size, cell * math.hypot(dr, dc)))
+    n = rows * cols + 1
+    data = np.concatenate(weights)
+    return sparse.csr_matrix((data, (np.concatenate(heads), np.concatenate(tails))), shape=(n, n))
+
+
+def _solve_dijkstra(
+    area: NavArea, seed: FloatArray, graph: sparse.csr_matrix
+) -> tuple[FloatArray, NDArray[np.bool_]]:
+    """Dijkstra on the 16-connected grid from a virtual node joined to the seed's 3×3 cells."""
+    frame = area.frame
+    (row,), (col,), _ = frame.cells(seed)
+    r0, c0 = max(row - 1, 0), max(col - 1, 0)
+    near_r, near_c = np.nonzero(area.free[r0 : row + 2, c0 : col + 2])
+    near_r, near_c = near_r + r0, near_c + c0
+    source = frame.shape[0] * frame.shape[1]
+    links = np.hypot(*(frame.centres(near_r, near_c) - seed).T)
+    targets = near_r * frame.shape[1] + near_c
+    extra = sparse.csr_matrix((links, (np.full(targets.size, source), targets)), shape=graph.shape)
+    dist = csgraph.dijkstra(graph + extra, directed=True, indices=source)[:-1]
+    reached = np.isfinite(dist).reshape(frame.shape) & area.free
+    values = np.where(reached, np.where(np.isfinite(dist), dist, 0.0).reshape(frame.shape), 0.0)
+    return values, reached
