@@ -6,6 +6,7 @@ The checks here are written independently of the generator: they read only the `
 from __future__ import annotations
 
 import math
+import multiprocessing
 from collections.abc import Iterator
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from scipy import ndimage
 
 from condvln.errors import CondVLNError, ConfigError
+from condvln.nav import GridNavigator
 from condvln.scene.catalogue import load_catalogue
 from condvln.scene.labels import normalize_category
 from condvln.scene.model import Room, Scene, SceneObject
@@ -23,9 +25,15 @@ from condvln.scene.sources import load as load_source
 from condvln.scene.sources.procedural import generate_house, load
 
 SEEDS = range(1000)
+NAV_SEEDS = range(200)
 TOL = 1e-6
 AGENT_RADIUS = 0.1
-GRID = 0.1
+AGENT_HEIGHT = 1.5
+MAX_CLIMB = 0.2
+CELL = 0.05
+FLOOR_REACH = 0.2
+REACH = 0.9
+DOOR_DEPTH = 0.225
 CLEARANCE = 0.9
 
 
@@ -79,41 +87,80 @@ def _hits_rect(objects: list[SceneObject], rect: np.ndarray) -> list[str]:
     return [objects[i].id for i in np.nonzero((inter_x > TOL) & (inter_z > TOL))[0]]
 
 
-def _walkability_problems(scene: Scene, room: Room) -> list[str]:
-    """Free floor (~10 cm grid, objects inflated by the agent radius) must be one region that
-    reaches every door of the room and comes within one cell of every floor object."""
+def _blockers(room: Room) -> np.ndarray:
+    """``(n, 4)`` footprints ``[xmin, zmin, xmax, zmax]`` of the objects that block the agent."""
+    blocking = [
+        o
+        for o in room.objects
+        if (o.placement == "floor" and o.box.max[1] - o.box.min[1] > MAX_CLIMB)
+        or (o.placement == "wall" and o.box.min[1] < AGENT_HEIGHT)
+    ]
+    return np.array(
+        [[o.box.min[0], o.box.min[2], o.box.max[0], o.box.max[2]] for o in blocking]
+    ).reshape(-1, 4)
+
+
+def _walls(scene: Scene, room: Room) -> np.ndarray:
+    """``(n, 4)`` flat boxes: the room outline, cut at the doors to other rooms."""
     x0, z0, x1, z1 = _bounds(room)
-    nx, nz = max(1, round((x1 - x0) / GRID)), max(1, round((z1 - z0) / GRID))
-    cx = x0 + (np.arange(nx) + 0.5) * (x1 - x0) / nx
-    cz = z0 + (np.arange(nz) + 0.5) * (z1 - z0) / nz
-    floor = _floor(room)
-    lo, hi = _boxes(floor)
+    sides = [("z", z0, x0, x1), ("x", x1, z0, z1), ("z", z1, x0, x1), ("x", x0, z0, z1)]
+    pieces = []
+    for axis, line, lo, hi in sides:
+        cuts = []
+        for door in scene.doors:
+            (ax, az), (bx, bz) = door.segment
+            on_side = (axis == "x" and ax == bx == line) or (axis == "z" and az == bz == line)
+            if on_side and room.id in door.room_ids and len(door.room_ids) == 2:
+                cuts.append(sorted((az, bz)) if axis == "x" else sorted((ax, bx)))
+        for a, b in [*sorted(cuts), (hi, hi)]:
+            pieces.append([line, lo, line, a] if axis == "x" else [lo, line, a, line])
+            lo = b
+    return np.array(pieces)
 
-    def covered(pad: float) -> np.ndarray:
-        inx = (cx[None, :] > lo[:, 0:1] - pad) & (cx[None, :] < hi[:, 0:1] + pad)
-        inz = (cz[None, :] > lo[:, 2:3] - pad) & (cz[None, :] < hi[:, 2:3] + pad)
-        return inz[:, :, None] & inx[:, None, :]  # (objects, nz, nx)
 
-    free = ~covered(AGENT_RADIUS).any(axis=0) if floor else np.ones((nz, nx), dtype=bool)
+def _distances(boxes: np.ndarray, cx: np.ndarray, cz: np.ndarray) -> np.ndarray:
+    """``(n, nz, nx)`` Euclidean distances from the cell centres to the boxes."""
+    dx = np.maximum(np.maximum(boxes[:, 0:1] - cx, cx - boxes[:, 2:3]), 0.0)
+    dz = np.maximum(np.maximum(boxes[:, 1:2] - cz, cz - boxes[:, 3:4]), 0.0)
+    return np.hypot(dz[:, :, None], dx[:, None, :])
+
+
+def _walkability_problems(scene: Scene, room: Room) -> list[str]:
+    """Free floor (5 cm cells farther than the agent radius from blocking objects and walls)
+    must be one region that reaches every door of the room, comes within 0.2 m (Chebyshev) of
+    every floor object and within 0.9 m of every other object; no centre may sit at a tie."""
+    x0, z0, x1, z1 = _bounds(room)
+    cx = x0 + (np.arange(round((x1 - x0) / CELL)) + 0.5) * CELL
+    cz = z0 + (np.arange(round((z1 - z0) / CELL)) + 0.5) * CELL
+    dist = _distances(np.vstack([_blockers(room), _walls(scene, room)]), cx, cz)
+    free = (dist > AGENT_RADIUS).all(axis=0)
     problems = []
+    if (np.abs(dist - AGENT_RADIUS) < 1e-7).any():
+        problems.append("a cell centre lies at the agent radius from a blocker")
     _, n_regions = ndimage.label(free)
     if n_regions != 1:
         problems.append(f"{n_regions} free regions")
-    near = covered(AGENT_RADIUS + GRID) if floor else np.zeros((0, nz, nx), dtype=bool)
-    problems += [
-        f"{o.id} unreachable" for o, m in zip(floor, near, strict=True) if not free[m].any()
-    ]
+    for obj in room.objects:
+        box = np.array([[obj.box.min[0], obj.box.min[2], obj.box.max[0], obj.box.max[2]]])
+        if obj.placement == "floor":
+            inx = (cx > box[0, 0] - FLOOR_REACH) & (cx < box[0, 2] + FLOOR_REACH)
+            inz = (cz > box[0, 1] - FLOOR_REACH) & (cz < box[0, 3] + FLOOR_REACH)
+            near = inz[:, None] & inx[None, :]
+        else:
+            near = _distances(box, cx, cz)[0] <= REACH
+        if not free[near].any():
+            problems.append(f"{obj.id} unreachable")
     for door in scene.doors:
         if room.id not in door.room_ids:
             continue
         (ax, az), (bx, bz) = door.segment
         mx, mz = 0.5 * (ax + bx), 0.5 * (az + bz)
         if ax == bx:
-            mx += 0.05 if math.isclose(ax, x0) else -0.05
+            mx += DOOR_DEPTH if math.isclose(ax, x0) else -DOOR_DEPTH
         else:
-            mz += 0.05 if math.isclose(az, z0) else -0.05
-        i = min(max(int((mx - x0) * nx / (x1 - x0)), 0), nx - 1)
-        j = min(max(int((mz - z0) * nz / (z1 - z0)), 0), nz - 1)
+            mz += DOOR_DEPTH if math.isclose(az, z0) else -DOOR_DEPTH
+        i = min(max(int((mx - x0) / CELL), 0), cx.size - 1)
+        j = min(max(int((mz - z0) / CELL), 0), cz.size - 1)
         if not free[j, i]:
             problems.append(f"{door.id} blocked")
     return problems
@@ -281,6 +328,32 @@ def test_every_room_is_walkable(houses: list[Scene]) -> None:
             yield from (f"{room.id}: {p}" for p in _walkability_problems(scene, room))
 
     assert list(_failures(houses, check)) == []
+
+
+def _nav_problems(seeds: range) -> list[str]:
+    """Objects without an approach point and islands of 0.05 m² or more, per house."""
+    problems = []
+    for seed in seeds:
+        scene = generate_house(seed)
+        nav = GridNavigator(scene)
+        problems += [
+            f"seed {seed}: {o.id} unreachable"
+            for o in scene.objects()
+            if nav.approach_point(o) is None
+        ]
+        problems += [
+            f"seed {seed}: island of {i.area} m² at {i.centroid}"
+            for i in nav.area.islands
+            if i.area >= 0.05
+        ]
+    return problems
+
+
+def test_navigation_layer_reaches_every_object() -> None:
+    chunks = [range(start, NAV_SEEDS.stop, 2) for start in range(2)]
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        problems = [p for part in pool.map(_nav_problems, chunks) for p in part]
+    assert problems == []
 
 
 def test_content_is_realistic(houses: list[Scene]) -> None:

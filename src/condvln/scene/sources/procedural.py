@@ -11,12 +11,18 @@ Guarantees, checked for seeds 0..999 by the tests: floor furniture boxes never o
 or the door clearance zones (door width × 0.9 m on both sides of every door); every box lies
 inside its room and below its ceiling; a surface object's box bottom is its receptacle's box top;
 wall-mounted objects touch a wall, keep off door openings and overlap nothing; and every room is
-walkable. Walkability is tested on a grid of about 10 cm: a room of width ``W`` has
-``nx = max(1, round(W / 0.1))`` cells with centres ``x0 + (i + 0.5) * W / nx`` (likewise in z);
-a cell is blocked when its centre lies strictly inside a floor object's footprint inflated by the
-agent radius (0.1 m). The free cells must form one 4-connected region that contains the cell just
-inside the middle of every door and, for every floor object, a cell within ``0.1 + 0.1`` m of its
-footprint (Chebyshev distance), so an agent can reach each object.
+walkable, with every object in reach, for the agent of :mod:`condvln.nav` (radius 0.1 m, height
+1.5 m, steps over 0.2 m). Walkability is tested on the navigation layer's 5 cm grid: a room's
+cells have centres ``x0 + (i + 0.5) * 0.05`` (likewise in z). A cell is blocked when its centre
+lies within the agent radius (Euclidean distance) of a blocker: the footprint of a floor object
+taller than 0.2 m or of a wall-mounted object hanging below 1.5 m, or the room's walls (its
+outline, cut at the doors to other rooms; an exterior door stays a wall). No cell centre lies at
+exactly that distance (within 1e-6 m) from a blocker, where rounding could go either way. The
+free cells form one 4-connected region that contains the cell holding the point 0.225 m inside
+the middle of every door and, for every floor object, a cell within 0.2 m of its footprint
+(Chebyshev distance); every other object has a free cell within 0.9 m of its footprint. So the
+navigation layer finds each house one navigable region, without islands, and an approach point
+(within 1 m) for every object.
 
 >>> house = generate_house(3)
 >>> house.id, 2 <= len(house.rooms) <= 8
@@ -46,13 +52,19 @@ from condvln.scene.model import AABB, Door, Room, Scene, SceneObject
 from condvln.scene.sources import SceneSource, register
 
 SOURCE_NAME = "procedural"
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 MIN_ROOMS, MAX_ROOMS = 2, 8
 ROOM_COUNT_WEIGHTS = (0.08, 0.12, 0.2, 0.2, 0.18, 0.12, 0.1)  # for 2..8 rooms
 
 UNITS_PER_M = 20  # the layout grid: 5 cm
-GRID = 0.1  # walkability grid pitch (m)
+GRID = 1 / UNITS_PER_M  # walkability grid pitch (m): the navigation layer's 5 cm cells
 AGENT_RADIUS = 0.1
+AGENT_HEIGHT = 1.5  # wall-mounted objects hanging lower block the agent
+AGENT_MAX_CLIMB = 0.2  # floor objects this low do not block the agent
+TIE = 1e-6  # a cell centre this close to the agent radius from a blocker is a tie (m)
+FLOOR_REACH = 0.2  # floor objects: free floor within this Chebyshev distance (m)
+REACH = 0.9  # other objects: free floor within this distance (m), the navigator's 1 m less 0.1
+DOOR_CELL_DEPTH = 0.225  # the door's cell: this far inside the middle of the door (m)
 DOOR_CLEARANCE = 0.9  # depth kept free on both sides of a door (m)
 DOOR_CORNER_MARGIN = 0.1  # door ↔ wall corner (m)
 DOOR_WIDTHS = (0.8, 0.85, 0.9, 0.95, 1.0)
@@ -352,6 +364,29 @@ class _Placed:
     object_id: str | None = None  # set when the scene object is built
 
 
+@dataclass(frozen=True, slots=True)
+class _Need:
+    """Walkability-grid cells of which at least one must stay free: a window, maybe masked."""
+
+    rows: slice
+    cols: slice
+    mask: np.ndarray | None = None
+
+    def met(self, free: np.ndarray) -> bool:
+        """Whether ``free`` (the room's grid) has a free cell among these."""
+        cells = free[self.rows, self.cols]
+        return bool((cells if self.mask is None else cells & self.mask).any())
+
+    def touches(self, rows: slice, cols: slice) -> bool:
+        """Whether the window overlaps the window ``rows`` × ``cols``."""
+        return (
+            self.rows.start < rows.stop
+            and rows.start < self.rows.stop
+            and self.cols.start < cols.stop
+            and cols.start < self.cols.stop
+        )
+
+
 def _overlap2(a: Box2, b: Box2) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
@@ -377,10 +412,25 @@ def _centred(cx: float, cz: float, spec: CategorySpec, facing: int) -> Box2:
     return _round_box(cx - 0.5 * sx, cz - 0.5 * sz, cx + 0.5 * sx, cz + 0.5 * sz)
 
 
-class _RoomFurnisher:
-    """Places one room's objects; every accepted floor object keeps the room walkable."""
+def _one_region(free: np.ndarray) -> bool:
+    """Whether the free cells form exactly one 4-connected region."""
+    return ndimage.label(free, structure=_FOUR_NEIGHBOURS)[1] == 1
 
-    def __init__(self, rect: Rect, ceiling: float, doors: list[tuple[int, float, float]]) -> None:
+
+class _RoomFurnisher:
+    """Places one room's objects; every accepted object keeps the room walkable and is in reach.
+
+    ``doors`` are all the room's doors as ``(wall, lo, hi)``; ``openings`` those of them that lead
+    to another room (the wall is open there; an exterior door stays a wall for the agent).
+    """
+
+    def __init__(
+        self,
+        rect: Rect,
+        ceiling: float,
+        doors: list[tuple[int, float, float]],
+        openings: list[tuple[int, float, float]],
+    ) -> None:
         self.x0, self.z0, self.x1, self.z1 = (v / UNITS_PER_M for v in rect)
         self.ceiling = ceiling
         self.doors = doors  # (wall, lo, hi) along the wall
@@ -388,13 +438,12 @@ class _RoomFurnisher:
         self.floor: list[_Placed] = []
         self.others: list[_Placed] = []
         self.obstacles: list[Box2] = [self._clearance(d) for d in doors]
-        nx = max(1, round((self.x1 - self.x0) / GRID))
-        nz = max(1, round((self.z1 - self.z0) / GRID))
-        self.cx = [self.x0 + (i + 0.5) * (self.x1 - self.x0) / nx for i in range(nx)]
-        self.cz = [self.z0 + (j + 0.5) * (self.z1 - self.z0) / nz for j in range(nz)]
-        self.free = np.ones((nz, nx), dtype=bool)
+        self.xs = self.x0 + (np.arange(rect[2] - rect[0]) + 0.5) * GRID
+        self.zs = self.z0 + (np.arange(rect[3] - rect[1]) + 0.5) * GRID
+        self.cx, self.cz = self.xs.tolist(), self.zs.tolist()
+        self.free = self._open_floor(openings)
         self.door_cells = [self._door_cell(d) for d in doors]
-        self.rings: list[tuple[slice, slice]] = []
+        self.needs: list[_Need] = []
 
     # -- geometry helpers ---------------------------------------------------------------------
 
@@ -415,15 +464,37 @@ class _RoomFurnisher:
         wall, lo, hi = door
         return self._strip(wall, lo - 0.05, hi + 0.05, DOOR_CLEARANCE)
 
+    def _open_floor(self, openings: list[tuple[int, float, float]]) -> np.ndarray:
+        """Free cells of the empty room: farther than the agent radius from the walls (the
+        outline cut at the ``openings``).
+
+        Cell centres lie 0.025, 0.075, 0.125 m… from a wall, so the walls block two rows of
+        cells, except within an opening, farther than the radius from both of its ends.
+        """
+        free = np.zeros((self.zs.size, self.xs.size), dtype=bool)
+        free[2:-2, 2:-2] = True
+        band = (np.arange(2) + 0.5) * GRID  # distance of the two blocked rows from the wall
+        for wall, lo, hi in openings:
+            along = self.xs if wall % 2 == 0 else self.zs
+            to_end = np.minimum(along - lo, hi - along)
+            clear = (to_end[None, :] > 0.0) & (
+                to_end[None, :] ** 2 + band[:, None] ** 2 > AGENT_RADIUS**2
+            )
+            band_cells = slice(0, 2) if wall in (0, 3) else slice(-1, -3, -1)  # wall side first
+            if wall % 2 == 0:
+                free[band_cells] |= clear
+            else:
+                free[:, band_cells] |= clear.T
+        return free
+
     def _door_cell(self, door: tuple[int, float, float]) -> tuple[int, int]:
-        """Grid cell holding the point 5 cm inside the middle of ``door``."""
+        """Grid cell holding the point :data:`DOOR_CELL_DEPTH` inside the middle of ``door``."""
         wall, lo, hi = door
         mid = 0.5 * (lo + hi)
-        nx, nz = len(self.cx), len(self.cz)
         px, pz = (mid, self._wall_line(wall)) if wall % 2 == 0 else (self._wall_line(wall), mid)
-        px, pz = px + 0.05 * DIRS[wall][0], pz + 0.05 * DIRS[wall][1]
-        i = min(max(int((px - self.x0) * nx / (self.x1 - self.x0)), 0), nx - 1)
-        j = min(max(int((pz - self.z0) * nz / (self.z1 - self.z0)), 0), nz - 1)
+        px, pz = px + DOOR_CELL_DEPTH * DIRS[wall][0], pz + DOOR_CELL_DEPTH * DIRS[wall][1]
+        i = min(max(int((px - self.x0) / GRID), 0), self.xs.size - 1)
+        j = min(max(int((pz - self.z0) / GRID), 0), self.zs.size - 1)
         return j, i
 
     def _cells(self, box: Box2, pad: float) -> tuple[slice, slice]:
@@ -431,8 +502,67 @@ class _RoomFurnisher:
         zs = slice(bisect_right(self.cz, box[1] - pad), bisect_left(self.cz, box[3] + pad))
         return zs, xs
 
+    def _block(self, free: np.ndarray, box: Box2) -> tuple[slice, slice] | None:
+        """Mark blocked, in ``free``, the cells whose centre lies within the agent radius of
+        ``box``; return the window of cells that may have changed.
+
+        Returns None instead when a cell centre lies at the agent radius (within :data:`TIE`):
+        the navigation layer may round such a tie either way, so the blocker is refused.
+        """
+        zs, xs = self._cells(box, AGENT_RADIUS + TIE)
+        dx = np.maximum(np.maximum(box[0] - self.xs[xs], self.xs[xs] - box[2]), 0.0)
+        dz = np.maximum(np.maximum(box[1] - self.zs[zs], self.zs[zs] - box[3]), 0.0)
+        excess = dz[:, None] ** 2 + dx[None, :] ** 2 - AGENT_RADIUS**2  # ≈ 2 r (distance − r)
+        if (np.abs(excess) < 2.0 * AGENT_RADIUS * TIE).any():
+            return None
+        free[zs, xs] &= excess > 0.0
+        return zs, xs
+
+    def _within(self, box: Box2, distance: float) -> _Need:
+        """The cells whose centre lies within ``distance`` (Euclidean) of the footprint ``box``."""
+        zs, xs = self._cells(box, distance + GRID)
+        dx = np.maximum(np.maximum(box[0] - self.xs[xs], self.xs[xs] - box[2]), 0.0)
+        dz = np.maximum(np.maximum(box[1] - self.zs[zs], self.zs[zs] - box[3]), 0.0)
+        return _Need(zs, xs, dz[:, None] ** 2 + dx[None, :] ** 2 <= distance**2)
+
     def inside(self, box: Box2) -> bool:
         return box[0] >= self.x0 and box[1] >= self.z0 and box[2] <= self.x1 and box[3] <= self.z1
+
+    def _accept(self, blocker: Box2 | None, need: _Need) -> bool:
+        """Block ``blocker`` (when given) and require a free cell among ``need``.
+
+        Returns False, changing nothing, when the room would no longer be walkable or a cell
+        required free (by ``need`` or an object accepted before) would have none left.
+        """
+        free = self.free
+        if blocker is not None:
+            free = free.copy()
+            window = self._block(free, blocker)
+            if window is None or not need.met(free) or not self._still_walkable(free, *window):
+                return False
+        elif not need.met(free):
+            return False
+        self.free = free
+        self.needs.append(need)
+        return True
+
+    def _still_walkable(self, free: np.ndarray, rows: slice, cols: slice) -> bool:
+        """Whether the room stays walkable after cells in ``rows`` × ``cols`` were blocked."""
+        return (
+            all(free[cell] for cell in self.door_cells)
+            and all(n.met(free) for n in self.needs if n.touches(rows, cols))
+            and (self._locally_connected(free, rows, cols) or _one_region(free))
+        )
+
+    def _locally_connected(self, free: np.ndarray, rows: slice, cols: slice) -> bool:
+        """Sufficient test: nothing newly blocked in ``rows`` × ``cols``, or the free cells of
+        that window grown by one cell form one region, so no path was cut."""
+        rows = slice(max(rows.start - 1, 0), rows.stop + 1)
+        cols = slice(max(cols.start - 1, 0), cols.stop + 1)
+        after = free[rows, cols]
+        if np.array_equal(after, self.free[rows, cols]):
+            return True
+        return ndimage.label(after, structure=_FOUR_NEIGHBOURS)[1] <= 1
 
     # -- floor objects ------------------------------------------------------------------------
 
@@ -440,25 +570,13 @@ class _RoomFurnisher:
         """Accept the footprint ``box`` if it fits, overlaps nothing and keeps the room walkable."""
         if not self.inside(box) or any(_overlap2(box, o) for o in self.obstacles):
             return False
-        free = self.free.copy()
-        free[self._cells(box, AGENT_RADIUS)] = False
-        ring = self._cells(box, AGENT_RADIUS + GRID)
-        if not self._walkable(free, [*self.rings, ring]):
+        blocker = box if spec.size[1] > AGENT_MAX_CLIMB else None
+        if not self._accept(blocker, _Need(*self._cells(box, FLOOR_REACH))):
             return False
-        self.free = free
-        self.rings.append(ring)
         self.obstacles.append(box)
         h = spec.size[1]
         self.floor.append(_Placed(spec, (box[0], 0.0, box[1], box[2], h, box[3]), facing, wall))
         return True
-
-    def _walkable(self, free: np.ndarray, rings: list[tuple[slice, slice]]) -> bool:
-        _, n = ndimage.label(free, structure=_FOUR_NEIGHBOURS)
-        return (
-            n == 1
-            and all(free[cell] for cell in self.door_cells)
-            and all(free[ring].any() for ring in rings)
-        )
 
     def wall_candidate(self, rnd: _Rand, spec: CategorySpec) -> tuple[Box2, int, int] | None:
         """A footprint against a wall: next to a piece already there, in a corner, or anywhere."""
@@ -511,6 +629,8 @@ class _RoomFurnisher:
         box3 = (box[0], top, box[1], box[2], round(top + spec.size[1], 3), box[3])
         if any(_overlap3(box3, o.box) for o in self.others):
             return False
+        if not self._accept(None, self._within(box, REACH)):
+            return False
         parent.items.append(box)
         self.others.append(_Placed(spec, box3, parent.facing, parent=parent))
         return True
@@ -524,9 +644,13 @@ class _RoomFurnisher:
             return False
         if any(k == wall and a < dhi + 0.05 and dlo - 0.05 < b for k, dlo, dhi in self.doors):
             return False
-        fx0, fz0, fx1, fz1 = self._strip(wall, a, b, d)
+        footprint = self._strip(wall, a, b, d)
+        fx0, fz0, fx1, fz1 = footprint
         box3 = (fx0, round(bottom, 3), fz0, fx1, top, fz1)
         if any(_overlap3(box3, o.box) for o in (*self.floor, *self.others)):
+            return False
+        blocker = footprint if bottom < AGENT_HEIGHT else None
+        if not self._accept(blocker, self._within(footprint, REACH)):
             return False
         self.others.append(_Placed(spec, box3, wall, wall))
         return True
@@ -711,12 +835,17 @@ def _furnish_floor(rnd: _Rand, room: _RoomFurnisher, plan: _RoomPlan, strict: bo
 
 
 def _furnish(
-    rnd: _Rand, rect: Rect, ceiling: float, doors: list[tuple[int, float, float]], plan: _RoomPlan
+    rnd: _Rand,
+    rect: Rect,
+    ceiling: float,
+    doors: tuple[list[tuple[int, float, float]], list[tuple[int, float, float]]],
+    plan: _RoomPlan,
 ) -> list[_Placed]:
     """Furnish one room: floor objects (restarting while an essential is missing), then small
-    objects on receptacles and wall-mounted ones."""
+    objects on receptacles and wall-mounted ones. ``doors``: all doors and the openings to other
+    rooms (see :class:`_RoomFurnisher`)."""
     for attempt in range(ROOM_TRIES):
-        room = _RoomFurnisher(rect, ceiling, doors)
+        room = _RoomFurnisher(rect, ceiling, *doors)
         if _furnish_floor(rnd, room, plan, strict=attempt < ROOM_TRIES - 1):
             break
     for spec, _ in _select(rnd, plan.surface):
@@ -807,9 +936,9 @@ def generate_house(seed: int, *, n_rooms: int | None = None) -> Scene:
     counters: dict[str, int] = {}
     rooms = []
     for i, (room_type, rect) in enumerate(zip(types, rects, strict=True)):
-        placed = _furnish(
-            rnd, rect, ceiling, _room_doors(rect, i, doors), _room_plan(cat, room_type)
-        )
+        openings = [d for d in doors if len(d.rooms) == 2]
+        room_doors = (_room_doors(rect, i, doors), _room_doors(rect, i, openings))
+        placed = _furnish(rnd, rect, ceiling, room_doors, _room_plan(cat, room_type))
         x0, z0, x1, z1 = (v / UNITS_PER_M for v in rect)
         rooms.append(
             Room(
