@@ -2,9 +2,12 @@
 
 Runs on the largest of the first ``--seeds`` procedural houses and on a synthetic 20 × 20 m
 four-room house with furniture (the target size: one field ≤ 50 ms, ≥ 100,000 point queries/s
-from a cached field)::
+from a cached field). Then measures shortest paths, distances, ``visible`` and ``line_of_sight``
+per second between object approach points, with the goals' fields cached (target: ≥ 1,000
+paths/s), on procedural house 7 and the synthetic house::
 
     PYTHONPATH=src python benchmarks/bench_nav.py [--seeds 200] [--solver fmm|dijkstra]
+    PYTHONPATH=src python benchmarks/bench_nav.py --queries-only
 """
 
 from __future__ import annotations
@@ -126,14 +129,51 @@ def bench(scene: Scene, solver: str, n_queries: int = 1_000_000) -> None:
     print(f"  approach points          {approach * 1e3:8.1f} ms for {n_objects} objects")
 
 
+def bench_queries(scene: Scene, solver: str, n_goals: int = 20, per_goal: int = 10) -> None:
+    """Print paths, distances, visibility and line-of-sight checks per second for one scene.
+
+    End points are object approach points; every goal's field is solved before timing, so the
+    numbers are the per-query cost of the generator's path/distance calls with cached fields.
+    """
+    nav = GridNavigator(scene, config=GridConfig(solver=solver))  # type: ignore[arg-type]
+    points = [p for p in approach_points(nav, scene).values() if p is not None]
+    rng = np.random.default_rng(0)
+    goals = [points[i] for i in rng.choice(len(points), min(n_goals, len(points)), replace=False)]
+    for goal in goals:
+        nav.distance_field(goal)
+    pairs = [(points[i], goal) for goal in goals for i in rng.integers(0, len(points), per_goal)]
+    nav.shortest_path(*pairs[0])  # compile / load any JIT kernels outside the timing
+    nav.visible(*pairs[0])
+    paths = _timed(lambda: [nav.shortest_path(a, b) for a, b in pairs], 1)
+    dists = _timed(lambda: [nav.distance(a, b) for a, b in pairs], 1)
+    views = [(points[i], points[j]) for i, j in rng.integers(0, len(points), (5000, 2))]
+    visible = _timed(lambda: [nav.visible(a, b) for a, b in views], 3)
+    sight = _timed(lambda: [nav.line_of_sight(a, b) for a, b in views], 3)
+    print(f"{scene.id}: {len(points)} approach points, {len(pairs)} pairs, fields cached")
+    print(
+        f"  shortest paths           {len(pairs) / paths:12,.0f} /s ({paths / len(pairs) * 1e3:.3f} ms)"
+    )
+    print(
+        f"  distances                {len(pairs) / dists:12,.0f} /s ({dists / len(pairs) * 1e3:.3f} ms)"
+    )
+    print(f"  visible checks           {len(views) / visible:12,.0f} /s")
+    print(f"  line-of-sight checks     {len(views) / sight:12,.0f} /s")
+
+
 def main() -> None:
     """Parse options and run the benchmark."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=200, help="procedural seeds to scan")
     parser.add_argument("--solver", choices=("fmm", "dijkstra"), default="fmm")
+    parser.add_argument(
+        "--queries-only", action="store_true", help="only the path / visibility measurements"
+    )
     args = parser.parse_args()
-    bench(largest_procedural(args.seeds), args.solver)
-    bench(synthetic_house(20.0), args.solver)
+    if not args.queries_only:
+        bench(largest_procedural(args.seeds), args.solver)
+        bench(synthetic_house(20.0), args.solver)
+    bench_queries(load("procedural", "7"), args.solver)
+    bench_queries(synthetic_house(20.0), args.solver)
 
 
 if __name__ == "__main__":

@@ -77,10 +77,23 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process umask (read without changing it for good)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def make_private_dir_public(path: str | os.PathLike[str]) -> None:
+    """Give a ``tempfile.mkdtemp`` folder the permissions a plain ``mkdir`` would have."""
+    os.chmod(path, 0o777 & ~_umask())
 
 
 def dumps_json(obj: Any, *, indent: bool = False) -> bytes:

@@ -219,6 +219,13 @@ class SceneGraph:
         self._where: dict[str, tuple[str, int]] = {
             oid: (r.room_id, i) for r in rooms for i, oid in enumerate(r.object_ids)
         }
+        self._by_category: dict[tuple[str, str | None], tuple[SceneObject, ...]] = {}
+        for r in rooms:
+            members = tuple(self._objects[i] for i in r.object_ids)
+            self._by_category[(r.room_id, None)] = members
+            for obj in members:
+                key = (r.room_id, obj.category)
+                self._by_category[key] = (*self._by_category.get(key, ()), obj)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SceneGraph):
@@ -263,9 +270,8 @@ class SceneGraph:
 
     def objects_in(self, room_id: str, category: str | None = None) -> tuple[SceneObject, ...]:
         """Objects of a room (in scene order), optionally only those of ``category``."""
-        ids = self.relations(room_id).object_ids
-        objects = (self._objects[i] for i in ids)
-        return tuple(o for o in objects if category is None or o.category == category)
+        self._check_room(room_id)
+        return self._by_category.get((room_id, category), ())
 
     def categories(self, room_id: str | None = None) -> tuple[str, ...]:
         """Sorted distinct categories of a room, or of the whole scene when ``room_id`` is None."""

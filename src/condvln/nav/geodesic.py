@@ -39,6 +39,7 @@ from scipy import ndimage, sparse
 from scipy.sparse import csgraph
 
 from condvln.errors import ConfigError, ValidationError
+from condvln.nav import _kernels
 from condvln.nav.agent import AgentSpec, GridConfig
 from condvln.nav.area import NavArea, build_nav_area, footprint_distance
 from condvln.nav.grid import FloatArray, IntArray
@@ -107,6 +108,16 @@ class Navigator(Protocol):
     def visible(self, a: Sequence[float], b: Sequence[float]) -> bool:
         """Whether ``b`` can be seen from ``a`` (only walls block)."""
         ...
+
+
+def _ground(point: Sequence[float] | ArrayLike) -> tuple[float, float]:
+    """``(x, z)`` of one point (the first of an ``(N, 3)`` array); validated like :func:`as_points`."""
+    if isinstance(point, tuple) and len(point) == 3:
+        x, z = float(point[0]), float(point[2])
+        if math.isfinite(x) and math.isfinite(z) and math.isfinite(float(point[1])):
+            return x, z
+    xz = as_points(point)[0, [0, 2]]
+    return float(xz[0]), float(xz[1])
 
 
 def as_points(points: ArrayLike) -> FloatArray:
@@ -207,17 +218,23 @@ class GridField:
             best_index = np.where(better, flat + dr * cols + dc, best_index)
         return best_index.ravel()
 
-    def descend(self, row: int, col: int) -> list[int]:
-        """Flat indices of the cells from ``(row, col)`` down to the goal's local minimum."""
-        downhill = self.downhill
-        cells = [row * self.values.shape[1] + col]
-        limit = self.values.size
-        while len(cells) <= limit:
-            nxt = int(downhill[cells[-1]])
-            if nxt == cells[-1]:
-                return cells
-            cells.append(nxt)
-        raise RuntimeError("distance field descent did not terminate")  # pragma: no cover
+    def descend(self, row: int, col: int) -> IntArray:
+        """Flat indices of the cells from ``(row, col)`` down to the goal's local minimum.
+
+        Follows :attr:`downhill` (evaluated along the chain only, by a compiled kernel).
+        """
+        cells = _kernels.descend(self._values_c, self._reached_c, int(row), int(col))
+        if cells.size == 0:  # pragma: no cover
+            raise RuntimeError("distance field descent did not terminate")
+        return cells
+
+    @cached_property
+    def _values_c(self) -> FloatArray:
+        return np.ascontiguousarray(self.values, dtype=np.float64)
+
+    @cached_property
+    def _reached_c(self) -> NDArray[np.bool_]:
+        return np.ascontiguousarray(self.reached, dtype=np.bool_)
 
 
 class GridNavigator:
@@ -299,8 +316,10 @@ class GridNavigator:
 
     def point(self, x: float, z: float) -> Vec3:
         """The 3D point at ground position ``(x, z)`` on the floor of the room holding it."""
-        rows, cols, _ = self.area.frame.cells([(x, z)])
-        return (float(x), float(self._floor_heights[rows[0], cols[0]]), float(z))
+        frame = self.area.frame
+        row = min(max(math.floor((z - frame.origin[1]) / frame.cell_size), 0), frame.shape[0] - 1)
+        col = min(max(math.floor((x - frame.origin[0]) / frame.cell_size), 0), frame.shape[1] - 1)
+        return (float(x), float(self._floor_heights[row, col]), float(z))
 
     def _points(self, xz: FloatArray) -> list[Vec3]:
         return [self.point(x, z) for x, z in xz]
@@ -382,11 +401,11 @@ class GridNavigator:
         rows, cols, own, ok = self.locate(xz)
         if not ok[0]:
             return None
-        start = xz[0] if own[0] else self.area.frame.centres(rows, cols)[0]
+        frame = self.area.frame
+        start = xz[0] if own[0] else frame.centres(rows, cols)[0]
         goal = np.array([field.goal[0], field.goal[2]])
         cells = field.descend(int(rows[0]), int(cols[0]))
-        r, c = np.divmod(np.asarray(cells[1:], dtype=np.intp), self.area.frame.shape[1])
-        chain = np.vstack([start, self.area.frame.centres(r, c), goal])
+        chain = _kernels.chain_points(cells, frame.shape[1], *self._grid_args, start, goal)
         return self._points(self._string_pull(chain))
 
     def _string_pull(self, chain: FloatArray) -> FloatArray:
@@ -394,57 +413,53 @@ class GridNavigator:
 
         A greedy pass keeps the farthest visible chain point at each step; two refinement passes
         then move every corner to the chain point that shortens its two legs most while both
-        stay clear; a last greedy pass drops corners that became redundant.
+        stay clear; a last greedy pass drops corners that became redundant. Line of sight is
+        the exact grid traversal (compiled: :func:`condvln.nav._kernels.string_pull`).
         """
-        kept = self._greedy(chain, list(range(len(chain))))
-        for _ in range(2):
-            for i in range(1, len(kept) - 1):
-                kept[i] = self._best_corner(chain, kept[i - 1], kept[i], kept[i + 1])
-        return chain[self._greedy(chain, kept)]
+        chain = np.ascontiguousarray(chain, dtype=np.float64)
+        kept = _kernels.string_pull(
+            self._blocked, self._free, self._free_room, *self._grid_args, chain
+        )
+        return chain[kept]
 
-    def _greedy(self, chain: FloatArray, order: list[int]) -> list[int]:
-        kept = [order[0]]
-        j = 0
-        while kept[-1] != order[-1]:
-            j += 1
-            while j + 1 < len(order) and self._clear(chain[kept[-1]], chain[order[j + 1]]):
-                j += 1
-            kept.append(order[j])
-        return kept
+    @cached_property
+    def _grid_args(self) -> tuple[float, float, float]:
+        """``(ox, oz, cell)`` of the grid frame as floats (one kernel specialisation)."""
+        frame = self.area.frame
+        return float(frame.origin[0]), float(frame.origin[1]), float(frame.cell_size)
 
-    def _best_corner(self, chain: FloatArray, prev: int, current: int, nxt: int) -> int:
-        candidates = np.arange(prev + 1, nxt)
-        points = chain[candidates]
-        legs = np.hypot(*(points - chain[prev]).T) + np.hypot(*(points - chain[nxt]).T)
-        hopeful = legs < legs[current - prev - 1]
-        hopeful[hopeful] = self._roughly_clear(chain[prev], points[hopeful])
-        hopeful[hopeful] = self._roughly_clear(chain[nxt], points[hopeful])
-        for k in np.flatnonzero(hopeful)[np.argsort(legs[hopeful], kind="stable")]:
-            j = int(candidates[k])
-            if self._clear(chain[prev], chain[j]) and self._clear(chain[j], chain[nxt]):
-                return j
-        return current
+    @cached_property
+    def _free(self) -> NDArray[np.bool_]:
+        return np.ascontiguousarray(self.area.free, dtype=np.bool_)
 
-    def _roughly_clear(self, a: FloatArray, ends: FloatArray) -> NDArray[np.bool_]:
-        """Sampled (quarter-cell steps) clearance of segments ``a → ends[k]``; a fast pre-filter."""
-        if len(ends) == 0:
-            return np.zeros(0, dtype=bool)
-        longest = float(np.hypot(*(ends - a).T).max())
-        steps = max(int(np.ceil(4.0 * longest / self.area.frame.cell_size)), 1)
-        t = np.linspace(0.0, 1.0, steps + 1)
-        samples = a + t[None, :, None] * (ends - a)[:, None, :]
-        rows, cols, inside = self.area.frame.cells(samples.reshape(-1, 2))
-        ok = (inside & self.area.free[rows, cols]).reshape(len(ends), steps + 1)
-        return ok.all(axis=1)
+    @cached_property
+    def _free_room(self) -> FloatArray:
+        return _kernels.free_room(self._free)
+
+    @cached_property
+    def _blocked(self) -> NDArray[np.bool_]:
+        return ~self._free
+
+    @cached_property
+    def _view_blocked(self) -> NDArray[np.bool_]:
+        return np.ascontiguousarray(self.area.view_blocked, dtype=np.bool_)
 
     def _clear(self, a: ArrayLike, b: ArrayLike) -> bool:
-        rows, cols = self.area.frame.traverse(a, b)
-        return bool(self.area.free[rows, cols].all())
+        """Whether every cell the segment ``a → b`` (ground points) crosses is free."""
+        (ax, az), (bx, bz) = a, b  # type: ignore[misc]
+        return _kernels.segment_clear(
+            self._blocked,
+            self._free_room,
+            *self._grid_args,
+            float(ax),
+            float(az),
+            float(bx),
+            float(bz),
+        )
 
     def line_of_sight(self, a: Sequence[float], b: Sequence[float]) -> bool:
         """Whether the segment ``a → b`` crosses only cells of the main navigable region."""
-        pa, pb = as_points(a)[0, [0, 2]], as_points(b)[0, [0, 2]]
-        return self._clear(pa, pb)
+        return self._clear(_ground(a), _ground(b))
 
     def visible(self, a: Sequence[float], b: Sequence[float]) -> bool:
         """Whether ``b`` is visible from ``a``: no wall between them (furniture does not block).
@@ -452,13 +467,8 @@ class GridNavigator:
         The cells holding ``a`` and ``b`` themselves are ignored, so an object on a wall is
         visible from its room.
         """
-        pa, pb = as_points(a)[0, [0, 2]], as_points(b)[0, [0, 2]]
-        rows, cols = self.area.frame.traverse(pa, pb)
-        ends = np.zeros(rows.size, dtype=bool)
-        for p in (pa, pb):
-            (r,), (c,), _ = self.area.frame.cells(p)
-            ends |= (rows == r) & (cols == c)
-        return not bool(self.area.view_blocked[rows[~ends], cols[~ends]].any())
+        (ax, az), (bx, bz) = _ground(a), _ground(b)
+        return not _kernels.segment_hits(self._view_blocked, *self._grid_args, ax, az, bx, bz, True)
 
     # --- objects -----------------------------------------------------------------------------
 
