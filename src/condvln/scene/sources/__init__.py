@@ -1,7 +1,7 @@
 """Scene sources, registered by name: each turns a file, a seed or a scene name into a Scene.
 
->>> sorted(SOURCES.names())[:2]
-['condvln', 'ithor']
+>>> {"procedural", "procthor", "ithor", "condvln"} <= set(SOURCES.names())
+True
 >>> load("procedural", "3").id
 'procedural/seed-3'
 """
@@ -44,8 +44,16 @@ def register(source: SceneSource) -> SceneSource:
 
 def load(source: str, reference: str, **options: Any) -> Scene:
     """Load one scene from the source named ``source``."""
-    return SOURCES.get(source).load(reference, **options)
+    return SOURCES.get(source).load(str(reference), **options)
 
 
 # Registration happens on import; keep this list in sync with the modules of this package.
-from condvln.scene.sources import condvln_json, ithor, procedural, procthor  # noqa: E402, F401
+from condvln.scene.sources import (  # noqa: E402, F401
+    condvln_json,
+    gibson,
+    ithor,
+    mp3d,
+    procedural,
+    procthor,
+    replicacad,
+)
