@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from condvln.graph import SceneGraph, build_scene_graph
+from condvln.scene.model import Door, Room, Scene, SceneObject
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 FIXTURES = SHARED / "fixtures"
 
@@ -16,3 +19,49 @@ def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
         pytest.fail(f"shared fixtures not found at {FIXTURES}")
     return FIXTURES
+
+
+def _obj(oid: str, category: str, center: tuple[float, float, float], size) -> SceneObject:
+    return SceneObject(id=oid, category=category, label=category, center=center, size=size)
+
+
+def make_scene() -> Scene:
+    """Kitchen (x 0–5, z 0–4): a dishwasher with one stool 1.5 m north and one 1.5 m south of
+    it, a table with a cup on it; bedroom (x 5–9): a bed and a lamp whose box is 2.07 m from the bed's."""
+    kitchen = Room(
+        id="k",
+        room_type="kitchen",
+        label="Kitchen",
+        floor_polygon=((0.0, 0.0), (5.0, 0.0), (5.0, 4.0), (0.0, 4.0)),
+        objects=(
+            _obj("dishwasher", "dishwasher", (1.0, 0.4, 2.0), (0.6, 0.8, 0.6)),
+            _obj("stool_n", "stool", (1.0, 0.3, 0.5), (0.4, 0.6, 0.4)),
+            _obj("stool_s", "stool", (1.0, 0.3, 3.5), (0.4, 0.6, 0.4)),
+            _obj("table", "table", (3.5, 0.4, 2.0), (1.2, 0.8, 0.8)),
+            _obj("cup", "cup", (3.5, 0.85, 2.0), (0.1, 0.1, 0.1)),
+        ),
+    )
+    bedroom = Room(
+        id="b",
+        room_type="bedroom",
+        label="Bedroom",
+        floor_polygon=((5.0, 0.0), (9.0, 0.0), (9.0, 4.0), (5.0, 4.0)),
+        objects=(
+            _obj("bed", "bed", (7.5, 0.3, 1.0), (1.4, 0.6, 2.0)),
+            _obj("lamp", "lamp", (5.4, 0.8, 3.8), (0.3, 1.6, 0.3)),
+        ),
+    )
+    door = Door(id="d", room_ids=("k", "b"), segment=((5.0, 1.5), (5.0, 2.4)))
+    return Scene(id="test/two-rooms", source="test", rooms=(kitchen, bedroom), doors=(door,))
+
+
+@pytest.fixture(scope="module")
+def two_room_scene() -> Scene:
+    """The hand-made scene."""
+    return make_scene()
+
+
+@pytest.fixture(scope="module")
+def two_room_graph(two_room_scene: Scene) -> SceneGraph:
+    """The two-room scene's graph with the default thresholds."""
+    return build_scene_graph(two_room_scene)

@@ -1,0 +1,1 @@
+"""Conditional programs: the AST, the interpreter, text rendering and parsing."""

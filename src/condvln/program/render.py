@@ -1,0 +1,224 @@
+"""Render programs as English instructions from the paraphrase templates (``templates.json``).
+
+How the text reads (every choice below is a template and may be paraphrased):
+
+* a navigation step is "go to the stool north of the dishwasher in the kitchen";
+* steps of one arm are joined with ", then …";
+* the outermost conditional is a sentence, "If C, …", and each else clause is a new sentence
+  ("Otherwise, …", "If not, …", "If there is no kettle in the kitchen, …"), or, when no arm holds
+  another conditional, a clause after a semicolon;
+* an else-if link reads "Otherwise, if C2, …";
+* a conditional inside an arm reads "check whether C: if so, …; if not, …";
+* an else clause that follows a then-arm holding a conditional always restates the negated
+  condition ("if there is no kettle in the kitchen, …", "if the lamp is not near the bed but
+  …"), so a reader never has to count levels to see which test it answers;
+* navigation steps before the first decision form their own sentence ("First go to the sofa,
+  then go to the bed. After that, if …");
+* a semicolon between the else clauses of the outermost conditional is only one of the
+  ``sentence_separator`` choices when no arm of its ladder holds a conditional; otherwise the
+  first choice (a full stop) is used.
+
+Every conditional has both arms, and a conditional is always the last step of its sequence, so
+the text is a prefix encoding of the tree and parses back to exactly one program.
+
+>>> from condvln.program.ast import Exists, Go, If, Program, Ref
+>>> p = Program((If(Exists("coffee table", "kitchen"),
+...                 (Go(Ref("stool", None, "north of", "dishwasher")),),
+...                 (Go(Ref("lamp", "bathroom", "below", "sink")),)),))
+>>> text = render(p, 3)
+>>> text[0].isupper() and text.endswith(".") and "coffee table in the kitchen" in text
+True
+>>> render_linear([Ref("sofa"), Ref("armchair", "living room"), Ref("bed")], 0)
+'First, make your way to the sofa, and then head to the armchair in the living room, and finally go to the bed.'
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from condvln.errors import ValidationError
+from condvln.program.ast import Condition, Exists, Go, If, Program, Ref, Step
+from condvln.program.templates import WORD_PATTERN, Templates, indefinite_article, load_templates
+
+_NAME = re.compile(rf"{WORD_PATTERN}(?: {WORD_PATTERN})*")
+_SENTENCE_START = re.compile(r"(^|[.] )([a-z])")
+
+Seed = np.random.Generator | int
+
+
+def render(program: Program, rng: Seed, templates: Templates | None = None) -> str:
+    """The instruction text of ``program``; the same program and seed give the same text.
+
+    Args:
+        program: Steps of Go's optionally ended by one If; each arm has the same shape.
+        rng: A generator or a seed choosing the paraphrases.
+        templates: Paraphrase tables (default: the packaged ones).
+
+    Raises:
+        ValidationError: A name with a reserved word or an unsupported character, an unknown
+            predicate, or an If that is not the last step of its sequence.
+    """
+    return _Renderer(templates or load_templates(), np.random.default_rng(rng)).program(program)
+
+
+def render_linear(targets: Sequence[Ref], rng: Seed, templates: Templates | None = None) -> str:
+    """The oracle's linear instruction: "Go to g." or "First go to g1, then …, and finally …".
+
+    Raises:
+        ValidationError: No targets, or a target :func:`render` would reject.
+    """
+    if not targets:
+        raise ValidationError("a linear instruction needs at least one target")
+    renderer = _Renderer(templates or load_templates(), np.random.default_rng(rng))
+    return _capitalise(renderer.linear([Go(t) for t in targets], finally_=True) + ".")
+
+
+def _capitalise(text: str) -> str:
+    return _SENTENCE_START.sub(lambda m: m.group(1) + m.group(2).upper(), text)
+
+
+def _split(steps: tuple[Step, ...], where: str) -> tuple[list[Go], If | None]:
+    """Leading Go steps and the closing If (if any) of a step sequence."""
+    *goes, last = steps
+    if any(isinstance(s, If) for s in goes):
+        raise ValidationError(f"{where}: a conditional must be the last step of its sequence")
+    if isinstance(last, If):
+        return list(goes), last  # type: ignore[arg-type]
+    return [*goes, last], None  # type: ignore[list-item]
+
+
+def _holds_if(steps: tuple[Step, ...]) -> bool:
+    return any(isinstance(s, If) for s in steps)
+
+
+def _ladder(node: If) -> list[If]:
+    links = [node]
+    while (link := links[-1].else_if) is not None:
+        links.append(link)
+    return links
+
+
+def renderable_name(text: str, templates: Templates | None = None) -> bool:
+    """Whether an object or room name can appear in an instruction (and parse back).
+
+    >>> renderable_name("coffee table"), renderable_name("salt and pepper shaker")
+    (True, False)
+    """
+    t = templates or load_templates()
+    return bool(_NAME.fullmatch(text)) and not t.reserved & set(text.split())
+
+
+class _Renderer:
+    def __init__(self, templates: Templates, rng: np.random.Generator) -> None:
+        self.t = templates
+        self.rng = rng
+
+    def pick(self, options: Sequence[str]) -> str:
+        return options[int(self.rng.integers(len(options)))]
+
+    def name(self, text: str) -> str:
+        bad = self.t.reserved & set(text.split())
+        if not _NAME.fullmatch(text) or bad:
+            why = f"reserved word {sorted(bad)[0]!r}" if bad else "lower-case words only"
+            raise ValidationError(f"name {text!r} cannot be rendered: {why}")
+        return text
+
+    def phrase(self, predicate: str) -> str:
+        if predicate not in self.t.relations:
+            raise ValidationError(f"unknown predicate {predicate!r}")
+        return self.pick(self.t.relations[predicate])
+
+    def ref(self, ref: Ref) -> str:
+        text = f"the {self.name(ref.category)}"
+        if ref.relation is not None and ref.anchor is not None:
+            qualifier = self.pick(self.t.qualifier)
+            text += " " + qualifier.format(
+                relation=self.phrase(ref.relation), anchor=self.name(ref.anchor)
+            )
+        if ref.room is not None:
+            text += " " + self.pick(self.t.room).format(room=self.name(ref.room))
+        return text
+
+    def condition(self, cond: Condition, negated: bool = False) -> str:
+        if isinstance(cond, Exists):
+            template = self.pick(self.t.not_exists if negated else self.t.exists)
+            return template.format(
+                a=indefinite_article(cond.category, self.t.articles),
+                category=self.name(cond.category),
+                room=self.name(cond.room),
+            )
+        template = self.pick(self.t.not_relation if negated else self.t.relation)
+        return template.format(
+            subject=self.ref(cond.subject),
+            relation=self.phrase(cond.predicate),
+            target=self.ref(cond.target),
+        )
+
+    def go(self, step: Go) -> str:
+        return self.pick(self.t.go).format(ref=self.ref(step.target))
+
+    def linear(self, goes: Sequence[Go], finally_: bool) -> str:
+        if len(goes) == 1:
+            return self.go(goes[0])
+        text = self.pick(self.t.linear_first).format(go=self.go(goes[0]))
+        for step in goes[1:-1]:
+            text += self.pick(self.t.linear_then).format(go=self.go(step))
+        last = self.t.linear_finally if finally_ and len(goes) > 2 else self.t.linear_then
+        return text + self.pick(last).format(go=self.go(goes[-1]))
+
+    def program(self, program: Program) -> str:
+        goes, node = _split(program.steps, "program")
+        if node is None:
+            return _capitalise(self.linear(goes, finally_=True) + ".")
+        text = self.conditional(node, self.t.if_, self.t.sentence_separator)
+        if goes:
+            text = (
+                self.linear(goes, finally_=False)
+                + ". "
+                + self.pick(self.t.horizon).format(**{"if": text})
+            )
+        return _capitalise(text + ".")
+
+    def arm(self, steps: tuple[Step, ...]) -> str:
+        goes, node = _split(steps, "arm")
+        parts = [self.go(g) for g in goes]
+        if node is not None:
+            parts.append(self.conditional(node, self.t.check, self.t.clause_separator))
+        text = parts[-1]
+        for part in reversed(parts[:-1]):
+            text = part + self.pick(self.t.sequence).format(rest=text)
+        return text
+
+    def conditional(self, node: If, heads: Sequence[str], separators: Sequence[str]) -> str:
+        links = _ladder(node)
+        flat = not any(_holds_if(n.then) for n in links) and not _holds_if(links[-1].orelse)
+        separator = self.pick(separators if flat else separators[:1])
+        text = self.pick(heads).format(
+            cond=self.condition(node.condition), then=self.arm(node.then)
+        )
+        for previous, link in itertools.pairwise(links):
+            template = self.else_template(self.t.else_if, previous)
+            text += separator + template.format(
+                neg=self.negation(template, previous),
+                cond=self.condition(link.condition),
+                then=self.arm(link.then),
+            )
+        last = links[-1]
+        template = self.else_template(self.t.else_, last)
+        return (
+            text
+            + separator
+            + template.format(neg=self.negation(template, last), **{"else": self.arm(last.orelse)})
+        )
+
+    def else_template(self, options: Sequence[str], previous: If) -> str:
+        if _holds_if(previous.then):
+            options = [o for o in options if "{neg}" in o]
+        return self.pick(options)
+
+    def negation(self, template: str, previous: If) -> str:
+        return self.condition(previous.condition, negated=True) if "{neg}" in template else ""

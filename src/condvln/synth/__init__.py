@@ -1,0 +1,1 @@
+"""Instruction synthesis: referring expressions, condition sampling, balancing, validation."""

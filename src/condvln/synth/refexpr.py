@@ -1,0 +1,120 @@
+"""Referring expressions: the shortest description that picks out exactly one object.
+
+Descriptions are tried from short to long — category; category + room; category + spatial
+qualifier to a unique anchor (nearest anchors first; semantic predicates before compass ones);
+all three — and the first one the interpreter grounds to exactly
+the object wins (:func:`condvln.program.interpret.denote` is the single definition of what a
+description means). Objects no description can single out are not used.
+
+Spatial qualifiers must be robust, not merely true: semantic predicates are three-valued already
+(an UNDECIDED fact about any candidate rules the qualifier out), and compass qualifiers ("north
+of") are only used when the described object lies at least ``margin_deg`` inside the sector and
+every other candidate at least ``margin_deg`` outside it, with a clear horizontal separation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from condvln.graph import COMPASS, SceneGraph, Truth
+from condvln.program.ast import Ref
+from condvln.program.interpret import ProgramError, denote, rooms_of_type
+
+SEMANTIC_QUALIFIERS = ("near", "above", "below")
+COMPASS_QUALIFIERS = tuple(f"{c} of" for c in COMPASS)
+
+
+@dataclass(frozen=True)
+class QualifierPolicy:
+    """How cautious compass qualifiers are.
+
+    Attributes:
+        margin_deg: Minimum angular distance from a sector edge (and from the ±30° level edge).
+        min_horizontal: Minimum horizontal distance between object and anchor (m).
+        level_angle_deg: The graph's level half-angle (elevation bins).
+    """
+
+    margin_deg: float = 7.5
+    min_horizontal: float = 0.5
+    level_angle_deg: float = 30.0
+
+
+def _angle_gap(a: float, b: float) -> float:
+    return abs((a - b + 180.0) % 360.0 - 180.0)
+
+
+def compass_truth(
+    graph: SceneGraph, subject: str, predicate: str, target: str, policy: QualifierPolicy
+) -> Truth:
+    """Robust truth of a level compass predicate ("north of"): UNDECIDED near any bin edge."""
+    m = graph.metrics(subject, target)
+    centre = 45.0 * COMPASS.index(predicate.removesuffix(" of"))
+    off = _angle_gap(m.azimuth_deg, centre)
+    level_gap = policy.level_angle_deg - abs(m.elevation_deg)
+    clear_in = off <= 22.5 - policy.margin_deg and level_gap >= policy.margin_deg
+    if clear_in and m.horizontal_distance >= policy.min_horizontal:
+        return Truth.TRUE
+    if off >= 22.5 + policy.margin_deg or level_gap <= -policy.margin_deg:
+        return Truth.FALSE
+    return Truth.UNDECIDED
+
+
+def _qualifier_robust(
+    graph: SceneGraph, object_id: str, ref: Ref, anchor: str, policy: QualifierPolicy
+) -> bool:
+    """True when a compass qualifier holds robustly for ``object_id`` and fails for the rest."""
+    if ref.relation not in COMPASS_QUALIFIERS:
+        return True  # semantic predicates carry their own dead band
+    room = graph.room_of(anchor)
+    for other in graph.objects_in(room, ref.category):
+        if other.id == anchor:
+            continue
+        truth = compass_truth(graph, other.id, ref.relation, anchor, policy)
+        expected = Truth.TRUE if other.id == object_id else Truth.FALSE
+        if truth is not expected:
+            return False
+    return True
+
+
+def _candidates(graph: SceneGraph, object_id: str) -> Iterator[Ref]:
+    """Descriptions of ``object_id`` from shortest to longest (lazily; not yet checked)."""
+    obj = graph.object(object_id)
+    room = graph.scene.room(graph.room_of(object_id))
+    scopes: list[str | None] = [None]
+    if len(rooms_of_type(graph, room.room_type)) == 1:
+        scopes.append(room.room_type)
+    for scope in scopes:
+        yield Ref(obj.category, scope)
+    others = sorted(
+        (o for o in room.objects if o.category != obj.category),
+        key=lambda o: (math.dist(o.center, obj.center), o.id),
+    )
+    for scope in scopes:
+        pool = graph.scene.objects() if scope is None else iter(room.objects)
+        counts = Counter(o.category for o in pool)
+        for anchor in (o.category for o in others if counts[o.category] == 1):  # nearest first
+            for predicate in SEMANTIC_QUALIFIERS + COMPASS_QUALIFIERS:
+                yield Ref(obj.category, scope, predicate, anchor)
+
+
+def describe(
+    graph: SceneGraph, object_id: str, policy: QualifierPolicy | None = None
+) -> Ref | None:
+    """The shortest robust description of ``object_id``, or ``None`` when there is none."""
+    policy = policy or QualifierPolicy()
+    room_id = graph.room_of(object_id)
+    for ref in _candidates(graph, object_id):
+        try:
+            if denote(graph, ref) != [object_id]:
+                continue
+        except ProgramError:
+            continue
+        if ref.anchor is None:
+            return ref
+        (anchor,) = (o.id for o in graph.objects_in(room_id, ref.anchor))
+        if _qualifier_robust(graph, object_id, ref, anchor, policy):
+            return ref
+    return None

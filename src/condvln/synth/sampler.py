@@ -1,0 +1,527 @@
+"""Sampling conditional programs for one scene, bucket by bucket, gold leaf first.
+
+A **bucket** is (category × spatial composition × evidence observability × horizon):
+
+* *category*: a Table 1 shape (:data:`~condvln.synth.shapes.SKELETONS`);
+* *composition*: ``in_room`` — presence conditions about the room that holds the gold goal;
+  ``cross_room`` — presence conditions about another room than the gold goal's; ``relation`` —
+  object–object relation conditions;
+* *observability*: ``visible`` — all the evidence the gold path needs can be seen from the start
+  (true presence: an instance in line of sight within range; absence: the start is in that room;
+  relation: both objects in sight); ``hidden`` — some of it cannot;
+* *horizon*: waypoints to visit before the decision ("first go to the sofa, then if …").
+
+For each attempt the gold leaf is chosen **first** (the caller balances it), then the conditions
+are instantiated so that execution routes to it: true presence conditions name categories present
+in the reference room, false ones categories present elsewhere in the scene but absent from it
+(preferring categories plausible for that room type). Leaf goals are distinct objects whose
+approach points lie more than 2 × the success radius apart. Every instance is run through the
+interpreter before it is kept, and every rejection is counted by reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from condvln.graph import SEMANTIC_PREDICATES, SceneGraph, Truth
+from condvln.nav import GridNavigator
+from condvln.program.ast import Condition, Exists, Program, Ref, Relation
+from condvln.program.interpret import ProgramError, Resolution, ground, resolve, rooms_of_type
+from condvln.program.render import renderable_name
+from condvln.scene.catalogue import load_catalogue
+from condvln.synth.refexpr import describe
+from condvln.synth.shapes import SKELETONS, Skeleton
+
+Vec3 = tuple[float, float, float]
+COMPOSITIONS = ("in_room", "cross_room", "relation")
+OBSERVABILITIES = ("visible", "hidden")
+RELATION_PREDICATES = SEMANTIC_PREDICATES
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One cell of the sampling design."""
+
+    category: str
+    composition: str
+    observability: str
+    horizon: int
+
+    @property
+    def key(self) -> str:
+        """Stable text key, e.g. ``"nested/cross_room/hidden/h1"``."""
+        return f"{self.category}/{self.composition}/{self.observability}/h{self.horizon}"
+
+
+@dataclass(frozen=True)
+class SamplerSettings:
+    """Knobs of the per-scene sampler (all stamped into the dataset configuration).
+
+    Attributes:
+        success_radius: Success radius τ of the scene (leaf goals lie > 2τ apart).
+        view_range: How far evidence can be seen from the start (m).
+        start_tries: Start positions tried per instance before giving up.
+    """
+
+    success_radius: float
+    view_range: float = 5.0
+    start_tries: int = 12
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A sampled conditional instruction with everything its episode needs."""
+
+    scene_id: str
+    bucket: Bucket
+    program: Program
+    resolution: Resolution
+    gold_leaf: int
+    n_leaves: int
+    start: Vec3
+    goal_points: dict[str, Vec3]
+    gold_is_nearest: bool
+    reference_room: str
+    evidence_visible: bool
+    pair_id: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Rejected(Exception):
+    """An attempt that could not be instantiated; ``reason`` is counted."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class SceneContext:
+    """What the sampler needs to know about one scene, computed once.
+
+    Attributes:
+        graph: The scene graph.
+        nav: The navigator (approach points, visibility, start positions).
+        targets: Usable navigation targets: object id → (description, approach point).
+    """
+
+    def __init__(self, graph: SceneGraph, nav: GridNavigator) -> None:
+        self.graph = graph
+        self.nav = nav
+        self.scene = graph.scene
+        self.descriptions = {o.id: _nameable(describe(graph, o.id)) for o in self.scene.objects()}
+        self.targets: dict[str, tuple[Ref, Vec3]] = {}
+        for obj in self.scene.objects():
+            ref = self.descriptions[obj.id]
+            point = nav.approach_point(obj) if ref is not None else None
+            if ref is not None and point is not None:
+                self.targets[obj.id] = (ref, tuple(float(c) for c in point))  # type: ignore[arg-type]
+        self.unique_rooms = [
+            r.id
+            for r in self.scene.rooms
+            if len(rooms_of_type(graph, r.room_type)) == 1 and renderable_name(r.room_type)
+        ]
+        self.room_categories = {
+            r.id: {o.category for o in r.objects if renderable_name(o.category)}
+            for r in self.scene.rooms
+        }
+        self.scene_categories = set().union(*self.room_categories.values())
+        self._cells = self._room_cells()
+
+    def _room_cells(self) -> dict[str, np.ndarray]:
+        area = self.nav.area
+        cells = {}
+        for index, room in enumerate(self.scene.rooms):
+            rows, cols = np.nonzero(area.free & (area.room_index == index))
+            cells[room.id] = area.frame.centres(rows, cols)
+        return cells
+
+    def room_at(self, point: Vec3) -> str | None:
+        """Id of the room whose floor holds ``point``, or ``None``."""
+        area = self.nav.area
+        rows, cols, inside = area.frame.cells([(point[0], point[2])])
+        index = int(area.room_index[rows[0], cols[0]]) if inside[0] else -1
+        return self.scene.rooms[index].id if index >= 0 else None
+
+    def room_type(self, room_id: str) -> str:
+        """Type of room ``room_id``."""
+        return self.scene.room(room_id).room_type
+
+    def sample_point(self, room_id: str, rng: np.random.Generator) -> Vec3 | None:
+        """A random navigable point in ``room_id`` (floor height), or ``None``."""
+        cells = self._cells[room_id]
+        if len(cells) == 0:
+            return None
+        x, z = cells[int(rng.integers(len(cells)))]
+        return (float(x), self.scene.room(room_id).floor_height, float(z))
+
+
+def _nameable(ref: Ref | None) -> Ref | None:
+    """``ref`` when every name in it can be rendered, else ``None``."""
+    if ref is None:
+        return None
+    names = [n for n in (ref.category, ref.room, ref.anchor) if n is not None]
+    return ref if all(renderable_name(n) for n in names) else None
+
+
+def _choose_leaves(
+    ctx: SceneContext, n: int, rng: np.random.Generator, radius: float, room: str | None
+) -> list[str]:
+    pool = sorted(ctx.targets)
+    if room is not None:
+        pool = [o for o in pool if ctx.graph.room_of(o) == room]
+    chosen: list[str] = []
+    for oid in rng.permutation(pool).tolist():
+        point = np.array(ctx.targets[oid][1])
+        if all(np.linalg.norm(point - ctx.targets[c][1]) > 2.0 * radius for c in chosen):
+            chosen.append(oid)
+            if len(chosen) == n:
+                return chosen
+    raise Rejected("not_enough_separated_goals")
+
+
+CERTAIN_PRIOR = 0.9
+"""True presence conditions avoid categories a room type almost always has (prior ≥ this)."""
+
+LIKELY_PRIOR = 0.2
+"""False presence conditions use categories with at least this prior for the room type."""
+
+
+def _prior(category: str, room_type: str) -> float | None:
+    """Catalogue probability that a room of ``room_type`` holds ``category`` (None: unknown)."""
+    spec = _catalogue_rooms().get(category)
+    return None if spec is None else spec.get(room_type, 0.0)
+
+
+@functools.cache
+def _catalogue_rooms() -> dict[str, dict[str, float]]:
+    return {c.name: c.rooms for c in load_catalogue().categories}
+
+
+def _presence_pool(categories: list[str], room_type: str, truth: bool) -> list[str]:
+    """Categories for a presence condition, filtered against commonsense shortcuts.
+
+    A true condition should not be guessable from the room type alone, so near-certain
+    categories (toilet in a bathroom) are used only when nothing else is present; a false one
+    must be plausible for the room (no "coffee table in the bathroom"). Categories the catalogue
+    does not know (other sources) have no prior and are kept.
+    """
+    priors = {c: _prior(c, room_type) for c in categories}
+    if truth:
+        uncertain = [c for c in categories if priors[c] is None or priors[c] < CERTAIN_PRIOR]
+        return uncertain or categories
+    return [c for c in categories if priors[c] is None or priors[c] >= LIKELY_PRIOR]
+
+
+def _presence(
+    ctx: SceneContext, room: str, truth: bool, used: set[str], rng: np.random.Generator
+) -> Exists:
+    present = ctx.room_categories[room]
+    pool = sorted(present if truth else ctx.scene_categories - present)
+    pool = _presence_pool([c for c in pool if c not in used], ctx.room_type(room), truth)
+    if not pool:
+        raise Rejected("no_presence_category" if truth else "no_absent_category")
+    category = pool[int(rng.integers(len(pool)))]
+    used.add(category)
+    return Exists(category, ctx.room_type(room))
+
+
+def _independent(a: Ref, b: Ref) -> bool:
+    """Neither description leans on the other's category (else the relation is circular)."""
+    return a.anchor != b.category and b.anchor != a.category and a.category != b.category
+
+
+def _relation(
+    ctx: SceneContext, room: str, truth: bool, used: set[str], rng: np.random.Generator
+) -> Relation:
+    refs = ctx.descriptions
+    objects = [o.id for o in ctx.graph.objects_in(room)]
+    usable = [o for o in objects if refs[o] is not None and o not in used]
+    plain = [o for o in usable if refs[o].relation is None]  # type: ignore[union-attr]
+    wanted = Truth.TRUE if truth else Truth.FALSE
+    for pool in (plain, usable):
+        for _ in range(30):
+            if len(pool) < 2:
+                break
+            s, t = (pool[i] for i in rng.choice(len(pool), size=2, replace=False))
+            predicate = RELATION_PREDICATES[int(rng.integers(len(RELATION_PREDICATES)))]
+            if _independent(refs[s], refs[t]) and ctx.graph.truth(s, predicate, t) is wanted:  # type: ignore[arg-type]
+                used.update((s, t))
+                return Relation(refs[s], predicate, refs[t])  # type: ignore[arg-type]
+    raise Rejected("no_relation_pair")
+
+
+def _reference_room(
+    ctx: SceneContext, composition: str, gold_room: str, rng: np.random.Generator
+) -> str:
+    if composition == "in_room":
+        if gold_room not in ctx.unique_rooms:
+            raise Rejected("gold_room_type_not_unique")
+        return gold_room
+    if composition == "cross_room":
+        pool = [r for r in ctx.unique_rooms if r != gold_room]
+    else:
+        pool = [r.id for r in ctx.scene.rooms if len(r.objects) >= 2]
+    if not pool:
+        raise Rejected(f"no_{composition}_room")
+    return pool[int(rng.integers(len(pool)))]
+
+
+def _conditions(
+    ctx: SceneContext,
+    skeleton: Skeleton,
+    gold: int,
+    composition: str,
+    room: str,
+    rng: np.random.Generator,
+) -> list[Condition]:
+    required = dict(zip(skeleton.on_path(gold), skeleton.decisions(gold), strict=True))
+    used: set[str] = set()
+    make = _relation if composition == "relation" else _presence
+    return [
+        make(ctx, room, required.get(i, bool(rng.integers(2))), used, rng)
+        for i in range(skeleton.n_conditions)
+    ]
+
+
+def _evidence_visible(
+    ctx: SceneContext, resolution: Resolution, start: Vec3, view_range: float
+) -> bool:
+    """Whether everything the gold path's conditions depend on can be seen from ``start``."""
+    start_room = ctx.room_at(start)
+    for condition, value in resolution.condition_truths:
+        if isinstance(condition, Exists):
+            (room,) = rooms_of_type(ctx.graph, condition.room)
+            if not value:
+                if start_room != room:
+                    return False
+                continue
+            ids = [o.id for o in ctx.graph.objects_in(room, condition.category)]
+        else:
+            ids = [ground(ctx.graph, condition.subject), ground(ctx.graph, condition.target)]
+        seen = [_sees(ctx, start, oid, view_range) for oid in ids]
+        if (isinstance(condition, Exists) and not any(seen)) or (
+            isinstance(condition, Relation) and not all(seen)
+        ):
+            return False
+    return True
+
+
+def _sees(ctx: SceneContext, start: Vec3, object_id: str, view_range: float) -> bool:
+    centre = ctx.graph.object(object_id).center
+    if math.dist((start[0], start[2]), (centre[0], centre[2])) > view_range:
+        return False
+    return ctx.nav.visible(start, centre)
+
+
+def _start(
+    ctx: SceneContext,
+    bucket: Bucket,
+    resolution: Resolution,
+    room: str,
+    goal_points: dict[str, Vec3],
+    settings: SamplerSettings,
+    rng: np.random.Generator,
+) -> tuple[Vec3, bool]:
+    gold_room = ctx.graph.room_of(resolution.goal)
+    if bucket.observability == "visible":
+        rooms = [room]
+    else:
+        rooms = [r.id for r in ctx.scene.rooms if r.id not in (room, gold_room)]
+        rooms = rooms or [r.id for r in ctx.scene.rooms if r.id != room]
+    if not rooms:
+        raise Rejected("no_start_room")
+    points = np.array(list(goal_points.values()))
+    for _ in range(settings.start_tries):
+        start = ctx.sample_point(rooms[int(rng.integers(len(rooms)))], rng)
+        if start is None:
+            continue
+        gaps = np.hypot(points[:, 0] - start[0], points[:, 2] - start[2])
+        if gaps.min() <= 2.0 * settings.success_radius:
+            continue
+        visible = _evidence_visible(ctx, resolution, start, settings.view_range)
+        if visible == (bucket.observability == "visible"):
+            return start, visible
+    raise Rejected("no_start_for_observability")
+
+
+def sample_instance(
+    ctx: SceneContext,
+    bucket: Bucket,
+    gold: int,
+    settings: SamplerSettings,
+    rng: np.random.Generator,
+) -> Instance:
+    """Instantiate one program of ``bucket`` whose execution reaches leaf ``gold``.
+
+    Raises:
+        Rejected: with the reason when this attempt cannot be completed.
+    """
+    skeleton = SKELETONS[bucket.category]
+    radius = settings.success_radius
+    leaves = _choose_leaves(ctx, skeleton.n_leaves, rng, radius, None)
+    gold_room = ctx.graph.room_of(leaves[gold])
+    room = _reference_room(ctx, bucket.composition, gold_room, rng)
+    if bucket.composition == "cross_room" and room == gold_room:
+        raise Rejected("cross_room_same_room")
+    conditions = _conditions(ctx, skeleton, gold, bucket.composition, room, rng)
+    waypoints = [o for o in ctx.targets if o not in leaves]
+    prefix_ids = [waypoints[i] for i in rng.permutation(len(waypoints))[: bucket.horizon]]
+    if len(prefix_ids) < bucket.horizon:
+        raise Rejected("not_enough_waypoints")
+    program = skeleton.build(
+        conditions,
+        [ctx.targets[o][0] for o in leaves],
+        [ctx.targets[o][0] for o in prefix_ids],
+    )
+    try:
+        resolution = resolve(ctx.graph, program)
+    except ProgramError:
+        raise Rejected("unresolvable") from None
+    if resolution.leaf_index != gold or resolution.branch_goals != tuple(leaves):
+        raise Rejected("routing_mismatch")
+    goal_points = {o: ctx.targets[o][1] for o in (*leaves, *prefix_ids)}
+    start, visible = _start(ctx, bucket, resolution, room, goal_points, settings, rng)
+    nearest = _gold_is_nearest(ctx, start, leaves, gold)
+    if nearest is None:
+        raise Rejected("unreachable_goal")
+    return Instance(
+        scene_id=ctx.scene.id,
+        bucket=bucket,
+        program=program,
+        resolution=resolution,
+        gold_leaf=gold,
+        n_leaves=skeleton.n_leaves,
+        start=start,
+        goal_points=goal_points,
+        gold_is_nearest=nearest,
+        reference_room=room,
+        evidence_visible=visible,
+    )
+
+
+def _gold_is_nearest(ctx: SceneContext, start: Vec3, leaves: list[str], gold: int) -> bool | None:
+    field = ctx.nav.distance_field(start)
+    distances = [field.distance(ctx.targets[o][1]) for o in leaves]
+    if any(d is None for d in distances):
+        return None
+    return int(np.argmin(distances)) == gold
+
+
+def all_buckets(horizons: tuple[int, ...] = (0, 1, 2)) -> list[Bucket]:
+    """Every bucket of the design, in a fixed order."""
+    return [
+        Bucket(category, composition, observability, horizon)
+        for category in SKELETONS
+        for composition in COMPOSITIONS
+        for observability in OBSERVABILITIES
+        for horizon in horizons
+    ]
+
+
+def synthesize_scene(
+    ctx: SceneContext,
+    quota: int,
+    settings: SamplerSettings,
+    rng: np.random.Generator,
+    *,
+    buckets: list[Bucket] | None = None,
+    leaf_offset: int = 0,
+    max_attempts: int | None = None,
+) -> tuple[list[Instance], Counter[str]]:
+    """Sample up to ``quota`` instances from one scene, cycling through the buckets.
+
+    The ``k``-th instance of a bucket in this scene targets gold leaf ``(leaf_offset + k) mod
+    branches`` (a failed attempt is retried with the same leaf at the bucket's next turn), so
+    scenes given consecutive offsets cover the leaves evenly before any global balancing.
+    """
+    buckets = buckets or all_buckets()
+    start = int(rng.integers(len(buckets)))
+    done: Counter[str] = Counter()
+    rejections: Counter[str] = Counter()
+    found: list[Instance] = []
+    for attempt in range(max_attempts or 6 * quota):
+        if len(found) == quota:
+            break
+        bucket = buckets[(start + attempt) % len(buckets)]
+        gold = (leaf_offset + done[bucket.key]) % SKELETONS[bucket.category].n_leaves
+        try:
+            instance = sample_instance(ctx, bucket, gold, settings, rng)
+        except Rejected as exc:
+            rejections[exc.reason] += 1
+            continue
+        done[bucket.key] += 1
+        found.append(instance)
+    return found, rejections
+
+
+def counterfactual(
+    ctx: SceneContext, instance: Instance, settings: SamplerSettings, rng: np.random.Generator
+) -> Instance:
+    """A minimal-pair sibling: the first decisive condition replaced by one of opposite truth.
+
+    Everything else (targets, start, other conditions) is kept, so the two instructions differ in
+    one condition and their gold branches differ.
+
+    Raises:
+        Rejected: when no replacement condition exists or the sibling breaks its bucket.
+    """
+    bucket = instance.bucket
+    skeleton = SKELETONS[bucket.category]
+    slot = skeleton.on_path(instance.gold_leaf)[0]
+    conditions = instance.program.conditions()
+    value = instance.resolution.branch_path[0]
+    used = _used_by(ctx, [c for i, c in enumerate(conditions) if i != slot])
+    make = _relation if bucket.composition == "relation" else _presence
+    conditions[slot] = make(ctx, instance.reference_room, not value, used, rng)
+    prefix = [step.target for step in instance.program.steps[: bucket.horizon]]  # type: ignore[union-attr]
+    leaves = [ctx.targets[o][0] for o in instance.resolution.branch_goals]
+    program = skeleton.build(conditions, leaves, prefix)
+    try:
+        resolution = resolve(ctx.graph, program)
+    except ProgramError:
+        raise Rejected("counterfactual_unresolvable") from None
+    gold_room = ctx.graph.room_of(resolution.goal)
+    same_room = gold_room == instance.reference_room
+    if (bucket.composition == "in_room") != same_room and bucket.composition != "relation":
+        raise Rejected("counterfactual_breaks_composition")
+    visible = _evidence_visible(ctx, resolution, instance.start, settings.view_range)
+    nearest = _gold_is_nearest(
+        ctx, instance.start, list(resolution.branch_goals), resolution.leaf_index
+    )
+    if nearest is None:
+        raise Rejected("unreachable_goal")
+    return Instance(
+        scene_id=instance.scene_id,
+        bucket=Bucket(
+            bucket.category,
+            bucket.composition,
+            "visible" if visible else "hidden",
+            bucket.horizon,
+        ),
+        program=program,
+        resolution=resolution,
+        gold_leaf=resolution.leaf_index,
+        n_leaves=instance.n_leaves,
+        start=instance.start,
+        goal_points=instance.goal_points,
+        gold_is_nearest=nearest,
+        reference_room=instance.reference_room,
+        evidence_visible=visible,
+    )
+
+
+def _used_by(ctx: SceneContext, conditions: list[Condition]) -> set[str]:
+    """What other conditions already use: categories (presence) or object ids (relations)."""
+    used: set[str] = set()
+    for condition in conditions:
+        if isinstance(condition, Exists):
+            used.add(condition.category)
+        else:
+            used.update(ground(ctx.graph, r) for r in (condition.subject, condition.target))
+    return used

@@ -1,0 +1,417 @@
+"""Rendering programs as instructions and parsing them back (issue parts 5 and 6)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from condvln.errors import ConfigError, FormatError, ValidationError
+from condvln.graph.relations import PREDICATES
+from condvln.program import render as render_module
+from condvln.program.ast import CATEGORIES, Exists, Go, If, Program, Ref, Relation, Step
+from condvln.program.parse import InstructionParseError, Parser, grammar_text, parse, tokenize
+from condvln.program.render import render, render_linear
+from condvln.program.templates import SLOTS, indefinite_article, load_templates, parse_templates
+from condvln.scene import sources
+from condvln.scene.catalogue import load_catalogue
+
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+TEMPLATES = load_templates()
+NAME_WORDS = sorted(TEMPLATES.keywords - TEMPLATES.reserved)
+
+
+@functools.cache
+def vocabulary() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Realistic categories and rooms (catalogue + ProcTHOR + iTHOR) plus awkward names."""
+    cats = {c.name for c in load_catalogue().categories}
+    rooms = set(load_catalogue().room_types)
+    scenes = [
+        sources.load("procthor", str(p))
+        for p in sorted((FIXTURES / "procthor/houses").glob("*.json"))
+    ]
+    scenes.append(
+        sources.load("ithor", str(FIXTURES / "ai2thor/ithor_FloorPlan1_objects_raw.json"))
+    )
+    for scene in scenes:
+        rooms.update(r.room_type for r in scene.rooms)
+        cats.update(o.category for r in scene.rooms for o in r.objects)
+    cats.update(["chest of drawers", "stand up desk", "plug in", "light", "egg", "hourglass"])
+    cats.update(f"{w} box" for w in NAME_WORDS)  # every template word that names may contain
+    cats.update(f"lamp {w}" for w in NAME_WORDS)
+    rooms.update(["walk in closet", "home office", "up stairs landing"])
+    return tuple(sorted(cats)), tuple(sorted(rooms))
+
+
+def test_vocabulary_is_realistic() -> None:
+    cats, rooms = vocabulary()
+    assert {"coffee table", "tv stand", "toilet paper hanger", "light switch", "egg"} <= set(cats)
+    assert {"kitchen", "living room", "laundry room"} <= set(rooms)
+
+
+# --- strategies ------------------------------------------------------------------------------
+
+names = st.deferred(lambda: st.sampled_from(vocabulary()[0]))
+rooms = st.deferred(lambda: st.sampled_from(vocabulary()[1]))
+predicates = st.sampled_from(PREDICATES.names())
+
+
+@st.composite
+def refs(draw: st.DrawFn) -> Ref:
+    room = draw(st.none() | rooms)
+    if draw(st.booleans()):
+        return Ref(draw(names), room, draw(predicates), draw(names))
+    return Ref(draw(names), room)
+
+
+conditions = st.builds(Exists, names, rooms) | st.builds(Relation, refs(), predicates, refs())
+goes = st.builds(Go, refs())
+
+
+@st.composite
+def conditionals(draw: st.DrawFn, depth: int, chain: int, budget: list[int]) -> If:
+    """An If of nesting ``<= depth`` heading a ladder of ``<= chain`` conditions."""
+    budget[0] -= 1
+    then = draw(arms(depth - 1, budget, sole_if=True))
+    if chain > 1 and budget[0] > 0 and draw(st.booleans()):
+        orelse: tuple[Step, ...] = (draw(conditionals(depth, chain - 1, budget)),)
+    else:  # a lone If here would be an else-if link, which the branch above draws
+        orelse = draw(arms(depth - 1, budget, sole_if=False))
+    return If(draw(conditions), then, orelse)
+
+
+@st.composite
+def arms(draw: st.DrawFn, depth: int, budget: list[int], sole_if: bool) -> tuple[Step, ...]:
+    """One or two steps; the second (or only) may be a conditional while depth allows."""
+    nested = depth > 0 and budget[0] > 0 and draw(st.booleans())
+    head = (draw(goes),) if draw(st.booleans()) or not (nested and sole_if) else ()
+    if nested:
+        return (*head, draw(conditionals(depth, 4, budget)))
+    return (*head, draw(goes)) if draw(st.booleans()) else head
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> Program:
+    horizon = tuple(draw(st.lists(goes, max_size=2)))
+    node = draw(
+        conditionals(draw(st.integers(1, 4)), draw(st.integers(1, 4)), [draw(st.integers(1, 7))])
+    )
+    return Program((*horizon, node))
+
+
+# --- round trips -----------------------------------------------------------------------------
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(), st.integers(0, 2**32 - 1))
+def test_random_programs_round_trip(program: Program, seed: int) -> None:
+    assert program.depth <= 4 and program.chain <= 4
+    for offset in range(3):
+        text = render(program, seed + offset)
+        assert text[0].isupper() and text.endswith(".")
+        assert parse(text) == program, text
+
+
+keyword_names = st.lists(st.sampled_from([*NAME_WORDS, "lamp", "box"]), min_size=1, max_size=3).map(
+    " ".join
+)
+
+
+@st.composite
+def keyword_refs(draw: st.DrawFn) -> Ref:
+    """Names made only of template words (and rooms too): the hardest case for the parser."""
+    qualifier = (draw(predicates), draw(keyword_names)) if draw(st.booleans()) else (None, None)
+    return Ref(draw(keyword_names), draw(st.none() | keyword_names), *qualifier)
+
+
+@settings(max_examples=300, deadline=None)
+@given(keyword_refs(), keyword_refs(), keyword_names, keyword_names, predicates, st.integers(0, 99))
+def test_names_made_of_template_words_round_trip(
+    a: Ref, b: Ref, category: str, room: str, predicate: str, seed: int
+) -> None:
+    inner = If(Relation(a, predicate, b), (Go(b),), (Go(a), Go(b)))
+    program = Program(
+        (
+            Go(a),
+            If(
+                Exists(category, room),
+                (Go(a), inner),
+                (If(Exists(room, category), (Go(b),), (Go(a),)),),
+            ),
+        )
+    )
+    for offset in range(3):
+        text = render(program, seed + offset)
+        assert parse(text) == program, text
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(refs(), min_size=1, max_size=5), st.integers(0, 2**32 - 1))
+def test_oracle_linear_round_trip(targets: list[Ref], seed: int) -> None:
+    text = render_linear(targets, seed)
+    assert parse(text) == Program(tuple(Go(t) for t in targets))
+    assert render(Program(tuple(Go(t) for t in targets)), seed) == text
+
+
+def test_oracle_linear_shapes() -> None:
+    one = render_linear([Ref("bed")], 0)
+    assert one.endswith("to the bed.") and one[0].isupper() and "first" not in one.lower()
+    three = render_linear([Ref("sofa"), Ref("desk"), Ref("bed")], 0)
+    assert three.startswith("First") and "then " in three
+    assert "and finally" in three or "and lastly" in three
+    two = render_linear([Ref("sofa"), Ref("bed")], 0)
+    assert two.startswith("First") and "finally" not in two and "lastly" not in two
+    with pytest.raises(ValidationError):
+        render_linear([], 0)
+
+
+@pytest.mark.parametrize("predicate", PREDICATES.names())
+def test_every_predicate_phrase_round_trips(predicate: str) -> None:
+    program = Program(
+        (
+            If(
+                Relation(Ref("lamp"), predicate, Ref("bed")),
+                (Go(Ref("sofa", None, predicate, "tv stand")),),
+                (Go(Ref("desk")),),
+            ),
+        )
+    )
+    seen = set()
+    for seed in range(40):
+        text = render(program, seed)
+        assert parse(text) == program
+        seen.update(p for p in TEMPLATES.relations[predicate] if f" {p} the " in text)
+    assert seen == set(TEMPLATES.relations[predicate])
+
+
+# --- Table 1 categories and paraphrase coverage ----------------------------------------------
+
+
+def _x(i: int) -> Go:
+    return Go(
+        Ref(
+            ("stool", "armchair", "tv stand", "chest of drawers", "egg", "house plant")[i % 6],
+            "kitchen" if i % 2 else None,
+            "north-east of" if i % 3 == 0 else None,
+            "dishwasher" if i % 3 == 0 else None,
+        )
+    )
+
+
+_A = Exists("coffee table", "living room")
+_B = Relation(Ref("floor lamp", "bedroom"), "near", Ref("bed"))
+_C = Exists("kettle", "kitchen")
+_D = Relation(Ref("light switch"), "west of", Ref("door", None, "level with", "window"))
+
+
+def category_programs() -> dict[str, list[Program]]:
+    """Programs of each Table 1 category: each shape with 0, 1 and 2 navigation steps first."""
+    x, y, z, w, v = (_x(i) for i in range(5))
+    shapes = {
+        "simple": [If(_A, (x, y), (z,)), If(_D, (x,), (y, z))],
+        "nested": [If(_A, (x, If(_B, (y,), (z,))), (w,)), If(_B, (x,), (y, If(_D, (z, w), (v,))))],
+        "deep_nested": [
+            If(_A, (If(_B, (If(_C, (x,), (y,)),), (z, w)),), (v,)),
+            If(_D, (x,), (y, If(_A, (z,), (w, If(_C, (x,), (v,)))))),
+        ],
+        "chain": [If(_A, (x,), (If(_B, (y, z), (w,)),)), If(_D, (x, y), (If(_C, (z,), (w,)),))],
+        "long_chain": [
+            If(_A, (x,), (If(_B, (y,), (If(_D, (z,), (w,)),)),)),
+            If(_C, (x,), (If(_A, (y,), (If(_B, (z, v), (w,)),)),)),
+        ],
+        "nested_chain": [
+            If(_A, (If(_B, (x,), (y,)),), (If(_C, (z,), (v, w)),)),
+            If(_A, (x,), (If(_B, (If(_D, (y,), (z,)),), (w,)),)),
+        ],
+    }
+    return {
+        name: [Program((*pre, node)) for pre in ((), (v,), (w, v)) for node in nodes]
+        for name, nodes in shapes.items()
+    }
+
+
+def test_category_programs_have_their_category() -> None:
+    for name, progs in category_programs().items():
+        assert {p.category for p in progs} == {name}
+    assert set(category_programs()) == set(CATEGORIES.values())
+
+
+@pytest.fixture
+def picks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Record every paraphrase the renderer picks."""
+    chosen: list[str] = []
+    original = render_module._Renderer.pick
+
+    def pick(self: render_module._Renderer, options: list[str]) -> str:
+        choice = original(self, options)
+        chosen.append(choice)
+        return choice
+
+    monkeypatch.setattr(render_module._Renderer, "pick", pick)
+    yield chosen
+
+
+@pytest.mark.parametrize("category", sorted(CATEGORIES.values()))
+def test_category_uses_every_paraphrase(category: str, picks: list[str]) -> None:
+    variants = {c: set(TEMPLATES.variants(c)) for c in SLOTS}
+    for program in category_programs()[category]:
+        for seed in range(60):
+            assert parse(render(program, seed)) == program
+    used = set(picks)
+    for construct, options in variants.items():
+        if options & used and construct != "sentence_separator":
+            assert options <= used, (construct, options - used)
+    if category in ("simple", "chain", "long_chain"):
+        assert set(TEMPLATES.sentence_separator) <= used
+
+
+def test_linear_constructs_use_every_paraphrase(picks: list[str]) -> None:
+    for seed in range(40):
+        render_linear([_x(i).target for i in range(4)], seed)
+    for construct in ("linear_first", "linear_then", "linear_finally", "go"):
+        assert set(TEMPLATES.variants(construct)) <= set(picks)
+
+
+def test_print_examples() -> None:
+    """Three examples per category (``pytest -s`` shows them)."""
+    for name, progs in category_programs().items():
+        for seed, program in enumerate(progs[::2][:3]):
+            print(f"[{name}] {render(program, seed)}")
+
+
+# --- readability rules, articles, determinism, errors ----------------------------------------
+
+
+def test_else_after_nested_then_restates_the_condition() -> None:
+    nested = category_programs()["nested"][0]
+    for seed in range(30):
+        text = render(nested, seed).lower()
+        assert (
+            "the living room has no coffee table" in text
+            or "there is no coffee table in the living room" in text
+        )
+
+
+def test_sentences_capitalised() -> None:
+    for program in category_programs()["nested_chain"]:
+        text = render(program, 5)
+        for sentence in text.split(". "):
+            assert sentence[0].isupper()
+
+
+@pytest.mark.parametrize(
+    ("name", "article"),
+    [
+        ("armchair", "an"),
+        ("egg", "an"),
+        ("ottoman", "an"),
+        ("apple", "an"),
+        ("house plant", "a"),
+        ("tv stand", "a"),
+        ("umbrella", "an"),
+        ("utensil rack", "a"),
+        ("hourglass", "an"),
+        ("one-way mirror", "a"),
+        ("mp3 player", "an"),
+        ("cd", "a"),
+        ("sofa", "a"),
+    ],
+)
+def test_articles(name: str, article: str) -> None:
+    assert indefinite_article(name) == article
+    text = render(Program((If(Exists(name, "kitchen"), (Go(Ref("bed")),), (Go(Ref("sofa")),)),)), 0)
+    assert f" {article} {name}" in text or f" no {name}" in text
+
+
+def test_exists_articles_in_text() -> None:
+    program = Program((If(Exists("egg", "kitchen"), (Go(Ref("bed")),), (Go(Ref("sofa")),)),))
+    texts = {render(program, s) for s in range(20)}
+    assert any(" an egg" in t for t in texts) and not any(" a egg" in t for t in texts)
+
+
+def test_deterministic() -> None:
+    program = category_programs()["deep_nested"][2]
+    assert render(program, 42) == render(program, 42) == render(program, np.random.default_rng(42))
+    assert len({render(program, s) for s in range(10)}) > 5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "If there is a sofa in the kitchen go to the bed.",
+        "Go to the bed",
+        "If there is a sofa in the kitchen, go to the bed.",
+        "Go to the.",
+        "If there is a sofa in the kitchen, go to the bed; otherwise, go to the desk; otherwise, go to the chair.",
+        "Jump over the moon.",
+        "",
+    ],
+)
+def test_bad_text_gives_one_line_error(text: str) -> None:
+    with pytest.raises(InstructionParseError) as info:
+        parse(text)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("instruction: cannot parse at character")
+    assert isinstance(info.value, FormatError)
+
+
+def test_mismatched_negation_is_an_error() -> None:
+    text = "If there is a sofa in the kitchen, go to the bed. If there is no desk in the kitchen, go to the chair."
+    with pytest.raises(InstructionParseError, match="negates"):
+        parse(text)
+
+
+def test_parse_is_case_and_space_insensitive() -> None:
+    program = category_programs()["chain"][1]
+    text = render(program, 3)
+    assert parse("  " + text.upper().replace(" ", "   ") + " ") == program
+
+
+def test_render_rejects_what_cannot_parse_back() -> None:
+    with pytest.raises(ValidationError, match="reserved word 'the'"):
+        render(Program((Go(Ref("cat in the hat")),)), 0)
+    with pytest.raises(ValidationError, match="lower-case"):
+        render(Program((Go(Ref("Sofa")),)), 0)
+    with pytest.raises(ValidationError, match="unknown predicate"):
+        render(Program((Go(Ref("sofa", None, "besides", "bed")),)), 0)
+    with pytest.raises(ValidationError, match="last step"):
+        render(Program((If(_A, (Go(Ref("bed")),), (Go(Ref("sofa")),)), Go(Ref("desk")))), 0)
+
+
+def test_tokenize_matches_vlnce_convention() -> None:
+    text = render(category_programs()["nested"][1], 0)
+    tokens = tokenize(text)
+    assert "," not in tokens and tokens[-1] == "." and all(t == t.lower() for t in tokens)
+    assert tokens.count(".") == text.count(".")
+
+
+def test_templates_validation() -> None:
+    raw = TEMPLATES.model_dump(by_alias=True, mode="json")
+    raw["reserved"] = sorted(raw["reserved"])
+    assert parse_templates(orjson.dumps(raw)) == TEMPLATES
+    bad = dict(raw, relations={**raw["relations"], "near": ["north of"]})
+    with pytest.raises(ConfigError, match="bijective"):
+        parse_templates(orjson.dumps(bad))
+    bad = dict(raw, go=["go to {target}"])
+    with pytest.raises(ConfigError, match="slots"):
+        parse_templates(orjson.dumps(bad))
+    bad = dict(raw, relations={**raw["relations"], "up of": ["very above"]})
+    with pytest.raises(ConfigError, match="reserved word"):
+        parse_templates(orjson.dumps(bad))
+
+
+def test_custom_templates_parser() -> None:
+    raw = TEMPLATES.model_dump(by_alias=True, mode="json")
+    raw["reserved"] = sorted(raw["reserved"])
+    raw["go"] = ["stroll to {ref}"]
+    custom = parse_templates(orjson.dumps(raw))
+    program = category_programs()["simple"][0]
+    text = render(program, 1, templates=custom)
+    assert "stroll to" in text and Parser(custom).parse(text) == program
+    assert '"stroll"' in grammar_text(custom)
