@@ -149,3 +149,10 @@ def test_render_writes_a_png(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert out_file.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "islands" in result.stdout
+
+
+def test_audit_prints_balance_and_rejections() -> None:
+    result = run_cli("audit", "--scenes", "4", "--per-scene", "12", "-j", "1", "-q")
+    assert result.returncode == 0, result.stderr
+    assert "always branch 0: accuracy" in result.stdout
+    assert "rejections by reason" in result.stdout

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -17,6 +18,9 @@ from rich.table import Table
 
 from condvln import __version__
 from condvln.errors import CondVLNError
+
+if TYPE_CHECKING:
+    from condvln.synth.pipeline import SynthesisResult
 
 app = typer.Typer(
     name="condvln",
@@ -130,9 +134,7 @@ def scenes_render(
     navigator = GridNavigator(scene)
     render_map(scene, out, navigator, show_labels=labels)
     islands = len(navigator.area.islands)
-    console.print(
-        f"wrote {out} (navigable area {navigator.area.area:.1f} m², {islands} islands)"
-    )
+    console.print(f"wrote {out} (navigable area {navigator.area.area:.1f} m², {islands} islands)")
 
 
 @app.command("graph")
@@ -177,6 +179,179 @@ def graph_command(
     if out is not None:
         save_graph(graph, out)
         console.print(f"wrote {out}")
+
+
+WorkersOption = Annotated[
+    int | None, typer.Option("--workers", "-j", help="Worker processes (default: all cores).")
+]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+
+
+@app.command("audit")
+def audit_command(
+    source: SourceOption = "procedural",
+    scenes: Annotated[
+        int, typer.Option(help="Procedural houses (seeds 0..N-1) or max files.")
+    ] = 50,
+    per_scene: Annotated[int, typer.Option(help="Instructions sampled per scene.")] = 40,
+    seed: Annotated[int, typer.Option(help="Master seed.")] = 0,
+    inputs: Annotated[
+        list[str] | None, typer.Option("--input", "-i", help="Scene files or folders.")
+    ] = None,
+    workers: WorkersOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Sample instructions and audit them: counts per bucket, branch balance, rejections."""
+    from condvln.synth.pipeline import default_workers, run_synthesis, scene_specs
+
+    specs = scene_specs(source, scenes, inputs or ())
+    with _MultiProgress(quiet) as bars:
+        result = run_synthesis(
+            specs,
+            seed=seed,
+            per_scene=per_scene,
+            workers=workers or default_workers(),
+            on_scene_done=bars.add("sampling scenes", len(specs)),
+        )
+    _print_audit(result)
+
+
+def _print_audit(result: SynthesisResult) -> None:
+    report = result.report
+    table = Table(title="Gold-branch balance per bucket (category/composition/evidence/horizon)")
+    table.add_column("bucket", min_width=34)
+    for column in ("gold leaf counts", "χ²", "p", "max/min", "gold nearest"):
+        table.add_column(column, justify="right")
+    for key, row in report["buckets"].items():
+        ratio = "—" if row["max_min_ratio"] is None else f"{row['max_min_ratio']:.2f}"
+        table.add_row(
+            key,
+            " ".join(map(str, row["counts"])),
+            f"{row['chi2']:.2f}",
+            f"{row['p_value']:.2f}",
+            ratio,
+            f"{row['nearest_rate']:.2f}",
+        )
+    console.print(table)
+    for leaf, row in report["constant_branch"].items():
+        console.print(
+            f"always branch {leaf}: accuracy {100 * row['accuracy']:.1f}% "
+            f"(chance {100 * row['chance']:.1f}%, n={row['n']})"
+        )
+    console.print(
+        f"gold goal is the nearest leaf goal in {100 * report['nearest_gold_rate']:.1f}% "
+        f"(chance {100 * report['nearest_gold_chance']:.1f}%)"
+    )
+    console.print(
+        f"kept {len(result.instances)} of {result.raw_count} sampled; rejections by reason:"
+    )
+    for reason, count in result.rejections.most_common():
+        console.print(f"  {reason}: {count}")
+
+
+@app.command("generate")
+def generate_command(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder to create.")],
+    source: SourceOption = "procedural",
+    scenes: Annotated[
+        int | None, typer.Option(help="Procedural houses (seeds 0..N-1) or most input files.")
+    ] = 200,
+    per_scene: Annotated[int, typer.Option(help="Instructions sampled per scene.")] = 75,
+    seed: Annotated[int, typer.Option(help="Master seed.")] = 0,
+    inputs: Annotated[
+        list[str] | None, typer.Option("--input", "-i", help="Scene files or folders.")
+    ] = None,
+    counterfactual_share: Annotated[
+        float, typer.Option(help="Share of instructions given a minimal-pair sibling.")
+    ] = 0.2,
+    workers: WorkersOption = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing dataset folder.")] = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Generate a CondVLN dataset in VLN-CE format (defaults: the paper's scale)."""
+    from condvln.dataset.generate import GenerateConfig, generate_dataset
+    from condvln.synth.pipeline import default_workers
+
+    config = GenerateConfig(
+        source=source,
+        scenes=scenes,
+        inputs=tuple(inputs or ()),
+        per_scene=per_scene,
+        seed=seed,
+        counterfactual_share=counterfactual_share,
+    )
+    with _MultiProgress(quiet) as bars:
+        stats = generate_dataset(
+            config,
+            out,
+            workers=workers or default_workers(),
+            overwrite=overwrite,
+            progress=bars.add,
+        )
+    console.print(
+        f"wrote {out}: {stats['episodes']} episodes over {stats['scenes']} scenes "
+        f"({', '.join(f'{k} {v}' for k, v in stats['splits'].items())})"
+    )
+
+
+class _MultiProgress:
+    """Progress bars for several phases of one command (silent with ``--quiet``)."""
+
+    def __init__(self, quiet: bool) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        self.progress = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            disable=quiet,
+        )
+
+    def __enter__(self) -> _MultiProgress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)
+
+    def add(self, label: str, total: int) -> Callable[[], None]:
+        """Add a bar and return its ``advance()`` callback."""
+        task = self.progress.add_task(label, total=total)
+        return lambda: self.progress.advance(task)
+
+
+@app.command("validate")
+def validate_command(
+    dataset: Annotated[Path, typer.Argument(help="Dataset folder written by `condvln generate`.")],
+    show: Annotated[int, typer.Option(help="Problems to print.")] = 20,
+) -> None:
+    """Re-check a dataset from its files: schema, labels, goals, paths, tokens (exit 1 if bad)."""
+    from condvln.dataset.validate import validate_dataset
+
+    report = validate_dataset(dataset)
+    counts = ", ".join(f"{s} {n}" for s, n in report.episodes.items())
+    if report.ok:
+        console.print(f"OK: {sum(report.episodes.values())} episodes checked ({counts})")
+        return
+    for problem in report.problems[:show]:
+        console.print(problem, markup=False)
+    console.print(f"{len(report.problems)} problems in {sum(report.episodes.values())} episodes")
+    raise typer.Exit(1)
+
+
+@app.command("oracle")
+def oracle_command(
+    dataset: Annotated[Path, typer.Argument(help="Source dataset folder.")],
+    out: Annotated[Path, typer.Argument(help="Folder for the oracle-linear dataset.")],
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing folder.")] = False,
+) -> None:
+    """Write the oracle-linear version of a dataset (only the instructions change)."""
+    from condvln.dataset.oracle import oracle_transform
+
+    count = oracle_transform(dataset, out, overwrite=overwrite)
+    console.print(f"wrote {out}: {count} instructions rewritten to their oracle-linear form")
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Episodes and datasets: VLN-CE export, validation, the oracle-linear transform."""

@@ -1,0 +1,164 @@
+"""From a sampled instance to a VLN-CE episode: start pose, goals, reference path, labels.
+
+The episode is a habitat-lab ``VLNEpisode`` (``R2RVLN-v1``): exactly the keys in
+:data:`EPISODE_KEYS`; every CondVLN extra lives under ``info["condvln"]``. Goals and subgoals are
+their objects' approach points; the reference path is the geodesic shortest path start →
+subgoals → goal; ``info.geodesic_distance`` is the geodesic start → goal (not along the
+reference path). The step budget comes from the instruction and **all** its branches (the
+longest execution path), so it does not reveal which branch is correct.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+
+from condvln.dataset.follower import FORWARD_STEP, follow
+from condvln.frames import yaw_to_quaternion
+from condvln.nav import GridNavigator
+from condvln.program.ast import leaf_paths
+from condvln.program.render import render, render_linear
+from condvln.synth.sampler import Instance, Rejected
+
+EPISODE_KEYS = (
+    "episode_id",
+    "trajectory_id",
+    "scene_id",
+    "start_position",
+    "start_rotation",
+    "info",
+    "goals",
+    "instruction",
+    "reference_path",
+)
+"""Top-level keys of a train / val episode: habitat-lab ``VLNEpisode`` fields, nothing else."""
+
+TEST_EPISODE_KEYS = (
+    "episode_id",
+    "trajectory_id",
+    "scene_id",
+    "start_position",
+    "start_rotation",
+    "instruction",
+)
+"""Keys of a test episode (VLN-CE's test split hides goals, reference path and info)."""
+
+INSTRUCTION_KEYS = ("instruction_text", "instruction_tokens")
+"""Keys of ``instruction``: habitat-lab ``InstructionData`` accepts exactly these."""
+
+TURN_ALLOWANCE = 24
+"""Budget steps per navigation target for turning (two full turns of 15°)."""
+
+BUDGET_FACTOR = 3.0
+"""Budget forward steps per forward step of the longest execution path."""
+
+
+def _path(nav: GridNavigator, points: list[tuple[float, float, float]]) -> list[list[float]]:
+    """Geodesic polyline through ``points`` (joints not repeated); ``Rejected`` if blocked."""
+    out: list[list[float]] = [list(points[0])]
+    for a, b in itertools.pairwise(points):
+        leg = nav.shortest_path(a, b)
+        if leg is None:
+            raise Rejected("path_not_found")
+        out.extend(list(map(float, p)) for p in leg[1:])
+    return out
+
+
+def _length(path: list[list[float]]) -> float:
+    return float(sum(math.dist(a, b) for a, b in itertools.pairwise(path)))
+
+
+def step_budget(nav: GridNavigator, inst: Instance) -> int:
+    """Steps allowed: from the longest execution path of the program, whatever the gold one.
+
+    ``ceil(3 × L_max / 0.25) + 24 × targets_max``, with ``L_max`` the longest geodesic length
+    start → waypoints → leaf over all branches and ``targets_max`` the most navigation targets on
+    one branch.
+    """
+    longest, most_targets = 0.0, 0
+    prefix = list(inst.resolution.targets[: inst.bucket.horizon])
+    for leaf in inst.resolution.branch_goals:  # sampled programs: waypoints, then one leaf
+        ids = [*prefix, leaf]
+        points = [inst.start, *(inst.goal_points[o] for o in ids)]
+        length = 0.0
+        for a, b in itertools.pairwise(points):
+            d = nav.distance(a, b)
+            if d is None:
+                raise Rejected("branch_unreachable")
+            length += d
+        longest, most_targets = max(longest, length), max(most_targets, len(ids))
+    return math.ceil(BUDGET_FACTOR * longest / FORWARD_STEP) + TURN_ALLOWANCE * most_targets
+
+
+def build_episode(
+    inst: Instance,
+    nav: GridNavigator,
+    rng: np.random.Generator,
+    *,
+    scene_file: str,
+    radius: float,
+    extras: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The episode (without ``episode_id`` / tokens) and its ground-truth actions.
+
+    Raises:
+        Rejected: ``path_not_found`` / ``branch_unreachable`` when a path cannot be found.
+    """
+    res = inst.resolution
+    targets = list(res.targets)
+    points = [inst.start, *(inst.goal_points[o] for o in targets)]
+    reference = _path(nav, points)
+    geodesic = nav.distance(inst.start, inst.goal_points[res.goal])
+    if geodesic is None:
+        raise Rejected("path_not_found")
+    yaw = math.radians(15.0 * int(rng.integers(24)))
+    executed = leaf_paths(inst.program.steps)[res.leaf_index][1]
+    text = render(inst.program, rng)
+    oracle = render_linear([g.target for g in executed], rng)
+    condvln = {
+        "program": inst.program.to_dict(),
+        "category": inst.bucket.category,
+        "depth": inst.program.depth,
+        "chain": inst.program.chain,
+        "horizon": inst.bucket.horizon,
+        "composition": inst.bucket.composition,
+        "observability": inst.bucket.observability,
+        "bucket": inst.bucket.key,
+        "branch_path": list(res.branch_path),
+        "condition_truths": [
+            {"condition": c.to_dict(), "truth": t} for c, t in res.condition_truths
+        ],
+        "leaf_index": res.leaf_index,
+        "n_branches": inst.n_leaves,
+        "goal": _goal(res.goal, inst, radius),
+        "subgoals": [_goal(o, inst, radius) for o in res.subgoals],
+        "branch_goals": [_goal(o, inst, radius) for o in res.branch_goals],
+        "gold_is_nearest": inst.gold_is_nearest,
+        "reference_room": inst.reference_room,
+        "oracle_instruction": oracle,
+        "pair_id": inst.pair_id,
+        "step_budget": step_budget(nav, inst),
+        **extras,
+    }
+    episode = {
+        "trajectory_id": None,
+        "scene_id": scene_file,
+        "start_position": list(inst.start),
+        "start_rotation": list(yaw_to_quaternion(yaw)),
+        "info": {"geodesic_distance": float(geodesic), "condvln": condvln},
+        "goals": [{"position": list(inst.goal_points[res.goal]), "radius": radius}],
+        "instruction": {"instruction_text": text},
+        "reference_path": reference,
+    }
+    return episode, follow(reference, yaw)
+
+
+def _goal(object_id: str, inst: Instance, radius: float) -> dict[str, Any]:
+    return {
+        "object_id": object_id,
+        "position": list(inst.goal_points[object_id]),
+        "radius": radius,
+    }

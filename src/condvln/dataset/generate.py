@@ -1,0 +1,256 @@
+"""``condvln generate``: scenes → balanced conditional instructions → a VLN-CE dataset folder.
+
+Two parallel phases over scenes, each a pure function of (scene, seed, scene index): sampling
+(then global balancing in the parent) and episode building (paths, ground-truth actions, text).
+Results are gathered in scene order, so the dataset is byte-identical for any worker count. The
+folder is written to a temporary sibling and renamed into place: nothing half-written is left.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from condvln import __version__
+from condvln.dataset.card import dataset_card, dataset_stats
+from condvln.dataset.episode import EPISODE_KEYS, TEST_EPISODE_KEYS, build_episode
+from condvln.dataset.vlnce import SPLITS, build_vocab, dump_gz, encode, split_path
+from condvln.errors import ConfigError
+from condvln.graph import RelationConfig
+from condvln.io import make_private_dir_public
+from condvln.nav import GridNavigator
+from condvln.scene.serialize import scene_to_json
+from condvln.synth.driver import success_radius
+from condvln.synth.pipeline import SceneSpec, ordered_map, run_synthesis, scene_seed, scene_specs
+from condvln.synth.sampler import Instance, Rejected
+
+
+class GenerateConfig(BaseModel):
+    """Everything that determines a dataset; stamped (with its hash) into every episode.
+
+    Attributes:
+        source: Scene source name.
+        scenes: Procedural houses (seeds ``0..scenes-1``) or the most input files to use.
+        inputs: Scene files or folders for file-based sources.
+        per_scene: Instructions sampled per scene before balancing.
+        seed: Master seed.
+        counterfactual_share: Probability that an instruction gets a minimal-pair sibling.
+        unseen_share: Share of scenes held out for val_unseen and test (half each).
+        val_seen_share: Share of the seen scenes' episodes that go to val_seen.
+        multi_room_radius: Success radius of multi-room scenes (paper: 1.0 m).
+        single_room_radius: Success radius of single-room scenes (paper: 0.5 m).
+        relations: Predicate thresholds.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str = "procedural"
+    scenes: int | None = Field(200, ge=1)
+    inputs: tuple[str, ...] = ()
+    per_scene: int = Field(75, ge=1)
+    seed: int = Field(0, ge=0)
+    counterfactual_share: float = Field(0.2, ge=0.0, le=1.0)
+    unseen_share: float = Field(0.3, ge=0.0, lt=1.0)
+    val_seen_share: float = Field(0.1, ge=0.0, lt=1.0)
+    multi_room_radius: float = Field(1.0, gt=0.0)
+    single_room_radius: float = Field(0.5, gt=0.0)
+    relations: RelationConfig = RelationConfig()
+
+    def config_hash(self) -> str:
+        """First 16 hex digits of the SHA-256 of the canonical JSON."""
+        canonical = orjson.dumps(self.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+        return hashlib.sha256(canonical).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SceneEpisodes:
+    """Phase-2 output of one scene."""
+
+    scene_file: str
+    scene_json: bytes
+    records: list[tuple[dict[str, Any], dict[str, Any], Instance]]
+    rejections: Counter[str]
+
+
+def scene_file_name(scene_id: str) -> str:
+    """Dataset-relative scene path used as ``scene_id``: ``scenes/<id with / → __>.json``."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in scene_id.replace("/", "__"))
+    return f"scenes/{safe}.json"
+
+
+def _episodes_for_scene(
+    args: tuple[SceneSpec, int, list[Instance], GenerateConfig],
+) -> SceneEpisodes:
+    spec, index, instances, config = args
+    scene = spec.load()
+    nav = GridNavigator(scene)
+    radius = success_radius(scene, config.multi_room_radius, config.single_room_radius)
+    rng = np.random.default_rng(scene_seed(config.seed, index) + 1)
+    extras = {
+        "source_dataset": spec.source,
+        "scene_reference": spec.reference,
+        "seed": config.seed,
+        "config": config.model_dump(mode="json"),
+        "config_hash": config.config_hash(),
+        "relation_config_hash": config.relations.config_hash,
+        "condvln_version": __version__,
+    }
+    file_name = scene_file_name(scene.id)
+    records, rejections = [], Counter()
+    for inst in instances:
+        try:
+            episode, gt = build_episode(
+                inst, nav, rng, scene_file=file_name, radius=radius, extras=extras
+            )
+        except Rejected as exc:
+            rejections[exc.reason] += 1
+            continue
+        records.append((episode, gt, inst))
+    return SceneEpisodes(file_name, scene_to_json(scene), records, rejections)
+
+
+def _assign_splits(n_scenes: int, config: GenerateConfig) -> dict[int, str]:
+    """Scene index → ``"seen"``, ``"val_unseen"`` or ``"test"`` (no scene in two groups)."""
+    rng = np.random.default_rng([config.seed, 7919])
+    order = rng.permutation(n_scenes).tolist()
+    n_unseen = round(config.unseen_share * n_scenes) if n_scenes >= 3 else 0
+    groups = {i: "seen" for i in range(n_scenes)}
+    for rank, index in enumerate(order[:n_unseen]):
+        groups[index] = "val_unseen" if rank % 2 == 0 else "test"
+    return groups
+
+
+def _split_of(group: str, inst: Instance, config: GenerateConfig, k: int) -> str:
+    if group != "seen":
+        return group
+    key = inst.pair_id or f"{inst.scene_id}/{k}"
+    digest = hashlib.sha256(f"{config.seed}:{key}".encode()).digest()
+    return (
+        "val_seen"
+        if int.from_bytes(digest[:8], "little") / 2**64 < config.val_seen_share
+        else "train"
+    )
+
+
+def generate_dataset(
+    config: GenerateConfig,
+    out: Path,
+    *,
+    workers: int = 1,
+    overwrite: bool = False,
+    progress: Callable[[str, int], Callable[[], None]] | None = None,
+) -> dict[str, Any]:
+    """Generate a dataset into ``out`` and return its statistics.
+
+    Args:
+        config: What to generate.
+        out: Target folder (must not exist unless ``overwrite``).
+        workers: Worker processes.
+        overwrite: Replace an existing folder.
+        progress: ``progress(label, total)`` returning an ``advance()`` callback.
+    """
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise ConfigError(f"{out} exists; pass --overwrite to replace it")
+    specs = scene_specs(config.source, config.scenes, config.inputs)
+    tick = progress or (lambda label, total: lambda: None)
+    synth = run_synthesis(
+        specs,
+        seed=config.seed,
+        per_scene=config.per_scene,
+        workers=workers,
+        counterfactual_share=config.counterfactual_share,
+        relation_config=config.relations,
+        on_scene_done=tick("sampling", len(specs)),
+    )
+    by_scene: dict[str, list[Instance]] = defaultdict(list)
+    for inst in synth.instances:
+        by_scene[inst.scene_id].append(inst)
+    scene_ids = [spec.load().id for spec in specs]
+    tasks = [
+        (spec, i, by_scene.get(sid, []), config)
+        for i, (spec, sid) in enumerate(zip(specs, scene_ids, strict=True))
+    ]
+    built = list(ordered_map(_episodes_for_scene, tasks, workers, tick("episodes", len(tasks))))
+    return _write(out, config, built, synth, overwrite)
+
+
+def _write(
+    out: Path, config: GenerateConfig, built: list[SceneEpisodes], synth: Any, overwrite: bool
+) -> dict[str, Any]:
+    groups = _assign_splits(len(built), config)
+    splits: dict[str, list[tuple[dict[str, Any], dict[str, Any], Instance]]] = defaultdict(list)
+    rejections = Counter(synth.rejections)
+    for index, scene in enumerate(built):
+        rejections.update(scene.rejections)
+        for k, record in enumerate(scene.records):
+            splits[_split_of(groups[index], record[2], config, k)].append(record)
+    texts = [
+        t
+        for records in splits.values()
+        for e, _, _ in records
+        for t in (e["instruction"]["instruction_text"], e["info"]["condvln"]["oracle_instruction"])
+    ]
+    vocab = build_vocab(texts)
+    index = {w: i for i, w in enumerate(vocab)}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    make_private_dir_public(tmp)
+    try:
+        for scene in built:
+            (tmp / scene.scene_file).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / scene.scene_file).write_bytes(scene.scene_json)
+        for split in SPLITS:  # every split, even an empty one, so loaders find them all
+            _write_split(tmp, split, splits.get(split, []), vocab, index)
+        stats = dataset_stats(splits, rejections, synth, config, vocab)
+        (tmp / "stats.json").write_bytes(orjson.dumps(stats, option=orjson.OPT_INDENT_2))
+        (tmp / "README.md").write_text(dataset_card(stats))
+        if out.exists() and overwrite:
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return stats
+
+
+def _write_split(
+    root: Path,
+    split: str,
+    records: list[tuple[dict[str, Any], dict[str, Any], Instance]],
+    vocab: list[str],
+    index: dict[str, int],
+) -> None:
+    episodes, gt, answers = [], {}, {}
+    for number, (episode, actions, _) in enumerate(records, start=1):
+        text = episode["instruction"]["instruction_text"]
+        full = {
+            "episode_id": number,
+            "trajectory_id": number,
+            **{k: v for k, v in episode.items() if k != "trajectory_id"},
+            "instruction": {"instruction_text": text, "instruction_tokens": encode(text, index)},
+        }
+        full = {k: full[k] for k in EPISODE_KEYS}
+        if split == "test":
+            answers[str(number)] = {k: full[k] for k in ("goals", "reference_path", "info")}
+            answers[str(number)]["gt"] = actions
+            full = {k: full[k] for k in TEST_EPISODE_KEYS}
+        else:
+            gt[str(number)] = actions
+        episodes.append(full)
+    doc = {"episodes": episodes, "instruction_vocab": {"word_list": vocab}}
+    dump_gz(split_path(root, split), doc)
+    if split == "test":
+        dump_gz(split_path(root, split, "_answers"), answers)
+    else:
+        dump_gz(split_path(root, split, "_gt"), gt)

@@ -1,0 +1,76 @@
+"""VLN-CE split files: ``{split}/{split}.json.gz``, ``{split}_gt.json.gz``, vocabulary, tokens.
+
+Layout of a dataset folder (what ``condvln generate`` writes)::
+
+    README.md, stats.json              dataset card
+    scenes/<scene>.json                the scenes (CondVLN scene JSON), named by episodes' scene_id
+    train/train.json.gz                {"episodes": [...], "instruction_vocab": {"word_list": [...]}}
+    train/train_gt.json.gz             {"<episode_id>": {"locations", "actions", "forward_steps"}}
+    val_seen/…, val_unseen/…           as train
+    test/test.json.gz                  episodes without goals / reference_path / info
+    test/test_answers.json.gz          {"<episode_id>": {"goals", "reference_path", "info"}}
+
+Files are gzip-compressed UTF-8 JSON written with a zero timestamp, so the same content always
+gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from condvln.errors import FormatError
+from condvln.io import atomic_write_bytes, read_json
+from condvln.program.parse import tokenize
+
+SPLITS = ("train", "val_seen", "val_unseen", "test")
+SPECIAL_WORDS = ("<pad>", "<unk>", "<s>", "</s>")
+UNK_INDEX = 1
+
+
+def build_vocab(texts: Iterable[str]) -> list[str]:
+    """VLN-CE word list: the special words, then every token of ``texts`` sorted.
+
+    >>> build_vocab(["Go to the bed.", "Walk to the sofa"])
+    ['<pad>', '<unk>', '<s>', '</s>', '.', 'bed', 'go', 'sofa', 'the', 'to', 'walk']
+    """
+    words = {token for text in texts for token in tokenize(text)}
+    return [*SPECIAL_WORDS, *sorted(words - set(SPECIAL_WORDS))]
+
+
+def encode(text: str, index: dict[str, int]) -> list[int]:
+    """Token indices of ``text`` (unknown words → ``<unk>``)."""
+    return [index.get(token, UNK_INDEX) for token in tokenize(text)]
+
+
+def dump_gz(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write ``obj`` as gzip-compressed JSON atomically and deterministically."""
+    data = orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)
+    atomic_write_bytes(path, gzip.compress(data, compresslevel=6, mtime=0))
+
+
+def split_path(root: str | os.PathLike[str], split: str, suffix: str = "") -> Path:
+    """``root/{split}/{split}{suffix}.json.gz``."""
+    return Path(root) / split / f"{split}{suffix}.json.gz"
+
+
+def load_split(root: str | os.PathLike[str], split: str) -> dict[str, Any]:
+    """Read a split file; a missing or malformed file raises :class:`FormatError`."""
+    path = split_path(root, split)
+    doc = read_json(path, FormatError)
+    if not isinstance(doc, dict) or not isinstance(doc.get("episodes"), list):
+        raise FormatError("must be an object with an 'episodes' list", file=str(path))
+    vocab = doc.get("instruction_vocab")
+    if not isinstance(vocab, dict) or not isinstance(vocab.get("word_list"), list):
+        raise FormatError("missing", file=str(path), record="instruction_vocab", field="word_list")
+    return doc
+
+
+def available_splits(root: str | os.PathLike[str]) -> list[str]:
+    """The splits present in a dataset folder, in canonical order."""
+    return [s for s in SPLITS if split_path(root, s).is_file()]

@@ -1,0 +1,260 @@
+"""`condvln generate` / `validate` / `oracle`: VLN-CE compatibility, determinism, validation."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from condvln.dataset.episode import EPISODE_KEYS, TEST_EPISODE_KEYS
+from condvln.dataset.generate import GenerateConfig, generate_dataset
+from condvln.dataset.oracle import oracle_transform
+from condvln.dataset.validate import validate_dataset
+from condvln.dataset.vlnce import SPLITS, split_path
+from condvln.errors import ConfigError
+from condvln.program.parse import parse
+
+CONFIG = GenerateConfig(scenes=10, per_scene=40, seed=3)
+
+
+def _read(path: Path) -> Any:
+    return orjson.loads(gzip.decompress(path.read_bytes()))
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("gen") / "ds"
+    generate_dataset(CONFIG, out, workers=1)
+    return out
+
+
+# --- habitat-lab's episode classes, field for field (attrs classes reject unknown keys) -------
+
+
+@dataclasses.dataclass
+class NavigationGoal:
+    position: list[float]
+    radius: float | None = None
+
+
+@dataclasses.dataclass
+class InstructionData:
+    instruction_text: str
+    instruction_tokens: list[int] | None = None
+
+
+@dataclasses.dataclass
+class VLNEpisode:
+    episode_id: str
+    scene_id: str
+    start_position: list[float]
+    start_rotation: list[float]
+    info: dict | None = None
+    goals: list | None = None
+    start_room: str | None = None
+    shortest_paths: list | None = None
+    reference_path: list | None = None
+    instruction: Any = None
+    trajectory_id: int | None = None
+
+
+def _load_like_habitat(path: Path) -> list[VLNEpisode]:
+    """What habitat-lab's R2RVLN-v1 dataset does with a split file."""
+    doc = _read(path)
+    vocab = doc["instruction_vocab"]["word_list"]
+    episodes = []
+    for raw in doc["episodes"]:
+        episode = VLNEpisode(**raw)
+        episode.instruction = InstructionData(**raw["instruction"])
+        episode.goals = [NavigationGoal(**g) for g in raw.get("goals") or []]
+        assert all(0 <= t < len(vocab) for t in episode.instruction.instruction_tokens)
+        episodes.append(episode)
+    return episodes
+
+
+def test_splits_load_with_the_habitat_episode_classes(dataset: Path) -> None:
+    for split in SPLITS:
+        episodes = _load_like_habitat(split_path(dataset, split))
+        assert episodes, split
+        if split != "test":
+            assert all(e.reference_path[0] == e.start_position for e in episodes)
+            assert all(e.goals[0].position == e.reference_path[-1] for e in episodes)
+
+
+def test_structure_matches_the_real_vlnce_sample(dataset: Path, fixtures_dir: Path) -> None:
+    real = _read(fixtures_dir / "vlnce" / "R2R_VLNCE_v1-3_val_seen_first3.json.gz")
+    ours = _read(split_path(dataset, "val_seen"))
+    assert set(ours) == set(real) == {"episodes", "instruction_vocab"}
+    assert "word_list" in ours["instruction_vocab"]
+    real_ep, our_ep = real["episodes"][0], ours["episodes"][0]
+    assert list(our_ep) == list(EPISODE_KEYS)
+    assert set(our_ep) == set(real_ep)
+    for key, value in real_ep.items():
+        assert type(our_ep[key]) is type(value), key
+    assert set(our_ep["instruction"]) == set(real_ep["instruction"])
+    assert set(our_ep["goals"][0]) == set(real_ep["goals"][0])
+    assert len(our_ep["start_rotation"]) == 4 and len(our_ep["start_position"]) == 3
+    real_gt = orjson.loads(
+        (
+            fixtures_dir / "vlnce" / "R2R_VLNCE_v1-3_preprocessed_val_seen_gt_first3.json"
+        ).read_bytes()
+    )
+    our_gt = _read(split_path(dataset, "val_seen", "_gt"))
+    assert set(next(iter(our_gt.values()))) == set(next(iter(real_gt.values())))
+    test = _read(split_path(dataset, "test"))["episodes"][0]
+    real_test = orjson.loads(
+        (fixtures_dir / "vlnce" / "R2R_VLNCE_v1-3_test_first2_novocab.json").read_bytes()
+    )
+    assert set(test) == set(TEST_EPISODE_KEYS) == set(real_test["episodes"][0])
+
+
+def test_labels_programs_and_texts(dataset: Path) -> None:
+    doc = _read(split_path(dataset, "train"))
+    for episode in doc["episodes"]:
+        info = episode["info"]["condvln"]
+        assert parse(episode["instruction"]["instruction_text"]).to_dict() == info["program"]
+        assert info["goal"]["position"] == episode["goals"][0]["position"]
+        assert episode["goals"][0]["radius"] == 1.0
+        assert info["config_hash"] == CONFIG.config_hash()
+        assert info["category"] in {
+            "simple",
+            "nested",
+            "deep_nested",
+            "chain",
+            "long_chain",
+            "nested_chain",
+        }
+
+
+def test_scenes_do_not_leak_between_seen_and_unseen_splits(dataset: Path) -> None:
+    scenes = {s: {e["scene_id"] for e in _read(split_path(dataset, s))["episodes"]} for s in SPLITS}
+    seen = scenes["train"] | scenes["val_seen"]
+    assert not seen & scenes["val_unseen"]
+    assert not seen & scenes["test"]
+    assert not scenes["val_unseen"] & scenes["test"]
+
+
+def test_same_seed_same_bytes_with_one_and_two_workers(dataset: Path, tmp_path: Path) -> None:
+    other = tmp_path / "ds2"
+    generate_dataset(CONFIG, other, workers=2)
+    assert _files(other) == _files(dataset)
+
+
+def test_validate_passes_then_catches_each_corruption(dataset: Path, tmp_path: Path) -> None:
+    assert validate_dataset(dataset).ok
+
+    def corrupt(name: str, edit) -> list[str]:
+        copy = tmp_path / name
+        shutil.copytree(dataset, copy)
+        path = split_path(copy, "train")
+        doc = _read(path)
+        raw = edit(doc)
+        path.write_bytes(gzip.compress(raw if isinstance(raw, bytes) else orjson.dumps(doc)))
+        return validate_dataset(copy).problems
+
+    def flip(doc):
+        doc["episodes"][2]["info"]["condvln"]["branch_path"][0] ^= True
+
+    def move(doc):
+        doc["episodes"][2]["goals"][0]["position"][0] += 0.5
+
+    def unknown_word(doc):
+        doc["instruction_vocab"]["word_list"].remove("to")
+
+    def nan(doc):
+        doc["episodes"][2]["start_position"][0] = 98765.4321
+        return orjson.dumps(doc).replace(b"98765.4321", b"NaN")
+
+    expected = {
+        "flip": "train: episode 3: field 'info.condvln': branch_path",
+        "move": "train: episode 3: field 'goals[0].position'",
+        "unknown_word": "field 'instruction.instruction_tokens'",
+        "nan": "train: episode 3: field 'start_position[0]': not finite",
+    }
+    for name, edit in (
+        ("flip", flip),
+        ("move", move),
+        ("unknown_word", unknown_word),
+        ("nan", nan),
+    ):
+        problems = corrupt(name, edit)
+        assert any(p.startswith(expected[name]) or expected[name] in p for p in problems), (
+            name,
+            problems[:3],
+        )
+
+
+def test_oracle_changes_only_instructions(dataset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "oracle"
+    count = oracle_transform(dataset, out)
+    before, after = _files(dataset), _files(out)
+    assert set(after) == set(before) | {"oracle.json"}
+    changed = {k for k in before if before[k] != after[k]}
+    assert changed == {str(split_path(Path(), s)) for s in SPLITS}
+    total = 0
+    for split in SPLITS:
+        a, b = _read(split_path(dataset, split)), _read(split_path(out, split))
+        assert a["instruction_vocab"] == b["instruction_vocab"]
+        for ea, eb in zip(a["episodes"], b["episodes"], strict=True):
+            assert {k: v for k, v in ea.items() if k != "instruction"} == {
+                k: v for k, v in eb.items() if k != "instruction"
+            }
+            if split != "test":
+                assert (
+                    eb["instruction"]["instruction_text"]
+                    == ea["info"]["condvln"]["oracle_instruction"]
+                )
+            assert parse(eb["instruction"]["instruction_text"]).depth == 0
+            total += 1
+    assert count == total
+    assert validate_dataset(out).ok
+
+
+def test_refuses_to_overwrite(dataset: Path) -> None:
+    with pytest.raises(ConfigError, match="exists"):
+        generate_dataset(CONFIG, dataset)
+
+
+def test_cli_generate_and_validate(tmp_path: Path) -> None:
+    out = tmp_path / "cli"
+    run = [sys.executable, "-m", "condvln"]
+    made = subprocess.run(
+        [
+            *run,
+            "generate",
+            "--scenes",
+            "3",
+            "--per-scene",
+            "12",
+            "--out",
+            str(out),
+            "-q",
+            "-j",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert made.returncode == 0, made.stderr
+    checked = subprocess.run(
+        [*run, "validate", str(out)], capture_output=True, text=True, timeout=300
+    )
+    assert checked.returncode == 0 and checked.stdout.startswith("OK"), checked.stdout
+    again = subprocess.run(
+        [*run, "generate", "--out", str(out), "-q"], capture_output=True, text=True
+    )
+    assert again.returncode == 2 and "exists" in again.stderr
