@@ -125,3 +125,16 @@ def test_paths_are_clear_between_every_pair(house: GridNavigator) -> None:
         assert path is not None
         assert all(house.line_of_sight(p, q) for p, q in itertools.pairwise(path))
         assert house.distance(a, b) >= np.hypot(a[0] - b[0], a[2] - b[2]) - 1e-9
+
+
+def test_path_through_repeated_points_does_not_divide_by_zero() -> None:
+    from condvln.nav import GridNavigator
+    from condvln.scene.model import Room, Scene
+
+    room = Room(
+        id="r", room_type="office", label="Office", floor_polygon=((0, 0), (4, 0), (4, 3), (0, 3))
+    )
+    nav = GridNavigator(Scene(id="s", source="test", rooms=(room,)))
+    path = nav.shortest_path((1.0, 0.0, 1.0), (1.0, 0.0, 1.0))
+    assert path is not None and path[0] == path[-1]
+    assert nav.shortest_path((1.0, 0.0, 1.0), (1.0001, 0.0, 1.0)) is not None

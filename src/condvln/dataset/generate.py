@@ -30,7 +30,7 @@ from condvln.graph import RelationConfig
 from condvln.io import make_private_dir_public
 from condvln.nav import GridNavigator
 from condvln.scene.serialize import scene_to_json
-from condvln.synth.driver import success_radius
+from condvln.synth.driver import GENERATION_GRID, success_radius
 from condvln.synth.pipeline import SceneSpec, ordered_map, run_synthesis, scene_seed, scene_specs
 from condvln.synth.sampler import Instance, Rejected
 
@@ -93,7 +93,7 @@ def _episodes_for_scene(
 ) -> SceneEpisodes:
     spec, index, instances, config = args
     scene = spec.load()
-    nav = GridNavigator(scene)
+    nav = GridNavigator(scene, config=GENERATION_GRID)
     radius = success_radius(scene, config.multi_room_radius, config.single_room_radius)
     rng = np.random.default_rng(scene_seed(config.seed, index) + 1)
     extras = {

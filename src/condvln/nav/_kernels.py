@@ -394,7 +394,7 @@ def _roughly_clear(
             if row < 0 or row >= n_rows or col < 0 or col >= n_cols or not free[row, col]:
                 hopeful[k] = False
                 break
-            if room[row, col] > spacing:
+            if spacing > 0.0 and room[row, col] > spacing:  # zero spacing: a single point
                 i += int(room[row, col] / spacing)
             i += 1
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from condvln.graph import RelationConfig, SceneGraph, build_scene_graph
-from condvln.nav import GridNavigator
+from condvln.nav import GridConfig, GridNavigator
 from condvln.scene.model import Scene
 from condvln.synth.sampler import (
     Bucket,
@@ -25,8 +25,8 @@ from condvln.synth.sampler import (
     synthesize_scene,
 )
 
-MULTI_ROOM_RADIUS = 1.0
-SINGLE_ROOM_RADIUS = 0.5
+GENERATION_GRID = GridConfig(cache_size=128)
+"""Navigator settings for generation: a larger field cache (every target is a goal often)."""
 
 
 def success_radius(scene: Scene, multi_room: float = 1.0, single_room: float = 0.5) -> float:
@@ -70,7 +70,7 @@ def synthesize(
     """
     rng = np.random.default_rng(seed)
     graph = build_scene_graph(scene, relation_config)
-    nav = GridNavigator(scene)
+    nav = GridNavigator(scene, config=GENERATION_GRID)
     ctx = SceneContext(graph, nav)
     radius = success_radius(scene) if radius is None else radius
     settings = SamplerSettings(success_radius=radius)

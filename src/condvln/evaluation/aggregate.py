@@ -1,0 +1,347 @@
+"""Aggregate per-episode records: means with counts and 95 % intervals, breakdowns, checks.
+
+* binary rates (SR, OSR, CSR, …) get a Wilson score interval;
+* continuous metrics (SPL, nDTW, BSA, …) get a percentile bootstrap interval from an explicit
+  seed (``numpy.random.Generator``); the resamples depend only on the seed and the number of
+  records, so adding a metric never changes another's interval;
+* ``None`` values (BSA / CSR of excluded episodes, undefined cases) are left out of the mean and
+  counted in ``n_excluded``; how each metric aggregates is data in
+  :data:`~condvln.evaluation.metrics.METRICS` (kind, optional weight key).
+
+>>> recs = [{"success": 1, "spl": 0.5}, {"success": 0, "spl": 0.0}, {"success": 1, "spl": 1.0}]
+>>> agg = aggregate(recs, seed=0)
+>>> round(agg["success"].mean, 4), agg["success"].n, agg["success"].method
+(0.6667, 3, 'wilson')
+>>> check_invariants(agg)
+[]
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from statistics import NormalDist
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from condvln.errors import ConfigError
+from condvln.evaluation.metrics import METRICS, MetricSpec
+
+Interval = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """The aggregate of one metric over a set of episodes.
+
+    Attributes:
+        name: metric key.
+        mean: (weighted) mean over the episodes with a value; ``None`` when there are none.
+        n: episodes with a value (the included set).
+        n_excluded: episodes whose value was ``None``.
+        ci_low: lower end of the confidence interval (``None`` when ``n`` is 0).
+        ci_high: upper end.
+        method: ``"wilson"`` or ``"bootstrap"``.
+    """
+
+    name: str
+    mean: float | None
+    n: int
+    n_excluded: int
+    ci_low: float | None
+    ci_high: float | None
+    method: Literal["wilson", "bootstrap"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON output."""
+        return asdict(self)
+
+
+def _alpha(confidence: float) -> float:
+    """1 − confidence, checked."""
+    if not 0 < confidence < 1:
+        raise ConfigError(f"confidence must be in (0, 1), got {confidence}")
+    return 1 - confidence
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval | None:
+    """Wilson score interval of a binomial proportion; ``None`` for ``n == 0``.
+
+    >>> tuple(round(x, 4) for x in wilson_interval(8, 10))
+    (0.4902, 0.9433)
+    """
+    if n == 0:
+        return None
+    z = NormalDist().inv_cdf(1 - _alpha(confidence) / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def weighted_mean(values: ArrayLike, weights: ArrayLike | None = None) -> float | None:
+    """Σ w·v / Σ w (plain mean without weights); ``None`` when Σ w = 0 or there are no values.
+
+    >>> weighted_mean([1.0, 0.25], [2, 4]), weighted_mean([])
+    (0.5, None)
+    """
+    v = np.asarray(values, dtype=np.float64)
+    w = np.ones_like(v) if weights is None else np.asarray(weights, dtype=np.float64)
+    total = float(np.sum(w))
+    return float(np.dot(v, w) / total) if total > 0 else None
+
+
+def _resampled_sums(matrix: np.ndarray, rng: np.random.Generator, n_resamples: int) -> np.ndarray:
+    """Column sums of ``matrix`` (``(n, K)``, one row per episode) in each bootstrap resample.
+
+    Episodes are drawn with replacement, in chunks of resamples so memory stays small; the
+    draws depend only on ``rng``, ``n`` and ``n_resamples``, so all columns share the same
+    resamples (a paired bootstrap). Returns ``(n_resamples, K)``.
+    """
+    n = len(matrix)
+    rows = max(1, 2_000_000 // n)
+    sums = []
+    for start in range(0, n_resamples, rows):
+        b = min(rows, n_resamples - start)
+        idx = rng.integers(0, n, size=(b, n)) + (np.arange(b) * n)[:, None]
+        counts = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n)
+        sums.append(counts.astype(np.float64) @ matrix)
+    return np.vstack(sums)
+
+
+def _bootstrap(
+    values: np.ndarray,
+    weights: np.ndarray,
+    rng: np.random.Generator,
+    confidence: float,
+    n_resamples: int,
+) -> list[Interval | None]:
+    """Percentile intervals of the weighted means of the columns of ``values``.
+
+    ``values`` and ``weights`` are ``(n, M)``; an excluded episode has weight 0. Resamples in
+    which a column's weights sum to 0 are skipped; an interval is clipped to the range of the
+    included values.
+    """
+    alpha = _alpha(confidence)
+    m = values.shape[1]
+    sums = _resampled_sums(np.hstack([values * weights, weights]), rng, n_resamples)
+    out: list[Interval | None] = []
+    for k in range(m):
+        num, den = sums[:, k], sums[:, m + k]
+        included = values[weights[:, k] > 0, k]
+        if not np.any(den > 0):
+            out.append(None)
+            continue
+        lo, hi = np.quantile(num[den > 0] / den[den > 0], [alpha / 2, 1 - alpha / 2])
+        out.append((max(float(lo), included.min()), min(float(hi), included.max())))
+    return out
+
+
+def bootstrap_interval(
+    values: ArrayLike,
+    *,
+    rng: np.random.Generator,
+    weights: ArrayLike | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+) -> Interval | None:
+    """Percentile bootstrap interval of the (weighted) mean; ``None`` without values.
+
+    Episodes are resampled with replacement ``n_resamples`` times.
+
+    >>> lo, hi = bootstrap_interval([0.2, 0.4, 0.9, 0.5], rng=np.random.default_rng(0))
+    >>> 0.2 <= lo < hi <= 0.9
+    True
+    """
+    v = np.asarray(values, dtype=np.float64).reshape(-1, 1)
+    if v.size == 0:
+        return None
+    w = np.ones_like(v) if weights is None else np.asarray(weights, np.float64).reshape(-1, 1)
+    return _bootstrap(v, w, rng, confidence, n_resamples)[0]
+
+
+def _uses_wilson(spec: MetricSpec) -> bool:
+    return spec.kind == "binary" and spec.weight_key is None
+
+
+def _aggregate_columns(
+    columns: Mapping[str, tuple[MetricSpec, Sequence[Any], Sequence[Any]]],
+    seed: int,
+    confidence: float,
+    n_resamples: int,
+) -> dict[str, Aggregate]:
+    """Aggregate named ``(spec, values, weights)`` columns of equal length (``None`` = excluded)."""
+    n = len(next(iter(columns.values()))[1]) if columns else 0
+    values, weights, kept = {}, {}, {}
+    for name, (_, vals, wts) in columns.items():
+        keep = [v is not None and w is not None for v, w in zip(vals, wts, strict=True)]
+        kept[name] = np.array(keep, dtype=bool)
+        values[name] = np.array([v if k else 0.0 for v, k in zip(vals, keep, strict=True)], float)
+        weights[name] = np.array([w if k else 0.0 for w, k in zip(wts, keep, strict=True)], float)
+    boot = [name for name, (spec, _, _) in columns.items() if not _uses_wilson(spec)]
+    intervals: dict[str, Interval | None] = {}
+    if boot and n:
+        stacked = [np.stack([d[b] for b in boot], axis=1) for d in (values, weights)]
+        rng = np.random.default_rng(seed)
+        intervals = dict(zip(boot, _bootstrap(*stacked, rng, confidence, n_resamples), strict=True))
+    out = {}
+    for name, (spec, _, _) in columns.items():
+        v, w = values[name][kept[name]], weights[name][kept[name]]
+        if _uses_wilson(spec):
+            intervals[name] = wilson_interval(int(v.sum()), v.size, confidence)
+        lo, hi = intervals.get(name) or (None, None)
+        out[name] = Aggregate(
+            name=name,
+            mean=weighted_mean(v, w),
+            n=int(v.size),
+            n_excluded=n - int(v.size),
+            ci_low=lo,
+            ci_high=hi,
+            method="wilson" if _uses_wilson(spec) else "bootstrap",
+        )
+    return out
+
+
+def aggregate_values(
+    name: str,
+    values: Sequence[float | None],
+    *,
+    spec: MetricSpec,
+    weights: Sequence[float | None] | None = None,
+    seed: int = 0,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+) -> Aggregate:
+    """Aggregate one metric's per-episode values (``None`` = excluded) under ``spec``.
+
+    >>> a = aggregate_values("bsa", [1.0, None, 0.5], spec=METRICS.get("bsa"))
+    >>> a.mean, a.n, a.n_excluded, a.method
+    (0.75, 2, 1, 'bootstrap')
+    """
+    w = [1.0] * len(values) if weights is None else weights
+    return _aggregate_columns({name: (spec, values, w)}, seed, confidence, n_resamples)[name]
+
+
+def aggregate(
+    records: Sequence[Mapping[str, Any]],
+    metrics: Iterable[str] | None = None,
+    *,
+    seed: int = 0,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+) -> dict[str, Aggregate]:
+    """Aggregate every registered metric (or those named) that occurs in ``records``.
+
+    A record without a metric's key counts as excluded for that metric, like ``None``. All
+    bootstrap intervals of one call share the resamples drawn from ``seed`` (a paired
+    bootstrap), so a metric's interval does not depend on which other metrics are present.
+
+    Args:
+        records: per-episode records (:func:`~condvln.evaluation.score_episode` output,
+            possibly with episode metadata merged in).
+        metrics: metric names (default: every registered metric present in some record).
+        seed: bootstrap seed.
+        confidence: interval level.
+        n_resamples: bootstrap resamples.
+
+    Returns:
+        ``{metric: Aggregate}`` in registry order.
+    """
+    names = [n for n in METRICS if any(n in r for r in records)] if metrics is None else metrics
+    columns = {}
+    for name in names:
+        spec = METRICS.get(name)
+        key = spec.weight_key
+        weights = [1.0 if key is None else r.get(key) for r in records]
+        columns[name] = (spec, [r.get(name) for r in records], weights)
+    return _aggregate_columns(columns, seed, confidence, n_resamples)
+
+
+def breakdown(
+    records: Sequence[Mapping[str, Any]],
+    by: str | Sequence[str],
+    metrics: Iterable[str] | None = None,
+    **options: Any,
+) -> dict[tuple[Any, ...], dict[str, Aggregate]]:
+    """The same aggregates per group of records sharing the values of the ``by`` key(s).
+
+    Args:
+        records: per-episode records.
+        by: a key (``"source"``) or keys (``("category", "depth")``); a missing key groups as
+            ``None``.
+        metrics: as for :func:`aggregate`.
+        **options: ``seed``, ``confidence``, ``n_resamples`` of :func:`aggregate`.
+
+    Returns:
+        ``{group values tuple: {metric: Aggregate}}``, groups sorted by their string form.
+
+    >>> recs = [{"source": "a", "success": 1}, {"source": "b", "success": 0},
+    ...         {"source": "a", "success": 0}]
+    >>> {g: a["success"].mean for g, a in breakdown(recs, "source").items()}
+    {('a',): 0.5, ('b',): 0.0}
+    """
+    keys = (by,) if isinstance(by, str) else tuple(by)
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[tuple(record.get(k) for k in keys)].append(record)
+    names = None if metrics is None else list(metrics)
+    return {group: aggregate(groups[group], names, **options) for group in sorted(groups, key=str)}
+
+
+_INVARIANTS = (
+    ("oracle_success", "success", "OSR >= SR"),
+    ("success", "spl", "SR >= SPL"),
+    ("success", "sdtw", "SR >= SDTW"),
+    ("bsa", "csr", "BSA >= CSR"),
+)
+
+
+def check_invariants(aggregates: Mapping[str, Aggregate], tolerance: float = 1e-9) -> list[str]:
+    """Violated mean invariants OSR ≥ SR ≥ SPL, SDTW ≤ SR, CSR ≤ BSA (present metrics only).
+
+    >>> bad = aggregate([{"success": 1, "oracle_success": 0}])
+    >>> check_invariants(bad)
+    ['OSR >= SR violated: oracle_success 0 < success 1']
+    """
+    found = []
+    for big, small, rule in _INVARIANTS:
+        a, b = aggregates.get(big), aggregates.get(small)
+        if a is None or b is None or a.mean is None or b.mean is None:
+            continue
+        if a.mean < b.mean - tolerance:
+            found.append(f"{rule} violated: {big} {a.mean:.6g} < {small} {b.mean:.6g}")
+    return found
+
+
+def pair_consistency(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    pair_key: str = "pair_id",
+    correct_key: str = "csr",
+    confidence: float = 0.95,
+) -> Aggregate:
+    """Fraction of counterfactual pairs whose two members are both correct.
+
+    Records are grouped by ``pair_key`` (records without it are ignored). A group with exactly
+    two records is a pair; it is consistent when both have a truthy ``correct_key`` (a ``None``
+    value, e.g. the CSR of an excluded no-subgoal failure, counts as not correct). Groups of
+    another size are incomplete and counted in ``n_excluded``.
+
+    >>> recs = [{"pair_id": 1, "csr": 1}, {"pair_id": 1, "csr": 1},
+    ...         {"pair_id": 2, "csr": 1}, {"pair_id": 2, "csr": 0}, {"pair_id": 3, "csr": 1}]
+    >>> a = pair_consistency(recs)
+    >>> a.mean, a.n, a.n_excluded
+    (0.5, 2, 1)
+    """
+    groups: dict[Any, list[bool]] = defaultdict(list)
+    for record in records:
+        if record.get(pair_key) is not None:
+            groups[record[pair_key]].append(bool(record.get(correct_key)))
+    both = [float(all(members)) for members in groups.values() if len(members) == 2]
+    values: list[float | None] = [*both, *[None] * (len(groups) - len(both))]
+    spec = MetricSpec("binary", "both members of a counterfactual pair correct")
+    return aggregate_values("pair_consistency", values, spec=spec, confidence=confidence)

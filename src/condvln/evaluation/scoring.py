@@ -1,0 +1,253 @@
+"""Score one episode: every per-episode metric and diagnostic in one flat record.
+
+:func:`score_episode` measures the distances once (through a :mod:`.spaces` space) and feeds
+them to the pure functions of :mod:`.metrics` and :mod:`.diagnostics`. Its keys follow habitat /
+VLN-CE measure names where one exists; the record is what the evaluator writes as one JSONL
+line and what :mod:`.aggregate` averages. A value is ``None`` where it is undefined (no
+reference path, BSA of an excluded episode, a 0/0 case with ``undefined_as_none``) — never NaN.
+
+>>> from condvln.evaluation import ContinuousSpace
+>>> r = score_episode([[0, 0, 0], [1, 0, 0], [2, 0, 0]], space=ContinuousSpace(), radius=1.0,
+...                   reference_path=[[0, 0, 0], [2, 0, 0]], subgoals=[[1, 0, 0.5]])
+>>> r["success"], r["spl"], r["bsa"], r["csr"], r["failure_category"]
+(1, 1.0, 1.0, 1, None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from condvln.errors import ValidationError
+from condvln.evaluation import diagnostics as diag
+from condvln.evaluation import metrics as m
+from condvln.evaluation.dtw import dedup_mask, dtw
+from condvln.evaluation.spaces import MetricSpace
+
+Record = dict[str, Any]
+
+
+_FIDELITY_KEYS = (
+    "reference_path_length",
+    "dtw",
+    "ndtw",
+    "sdtw",
+    "cls",
+    "path_coverage",
+    "length_score",
+)
+RECORD_KEYS = (
+    "steps",
+    "stop_called",
+    "distance_to_goal",
+    "oracle_navigation_error",
+    "success",
+    "oracle_success",
+    "path_length",
+    "geodesic_distance",
+    "spl",
+    *_FIDELITY_KEYS,
+    "subgoals_total",
+    "subgoals_reached",
+    "bsa_included",
+    "bsa",
+    "csr",
+    "goal_conditions_satisfied",
+    "goal_conditions_total",
+    "goal_condition_success",
+    "branch_commitment",
+    "wrong_branch",
+    "failure_category",
+    "cancelling_turns",
+    "forward_back",
+    "plw_success",
+    "plw_goal_condition",
+)
+"""The keys of every per-episode record, in output order."""
+
+
+def _targets(
+    space: MetricSpace, ref: np.ndarray | None, goal: Any, others: list[Any]
+) -> np.ndarray:
+    """Encoded targets: the goal (default ``ref[-1]``) first, then ``others``."""
+    goal_enc = ref[-1:] if goal is None else space.encode([goal])
+    return np.concatenate([goal_enc, space.encode(others)]) if others else goal_enc
+
+
+def _fidelity(
+    space: MetricSpace,
+    traj: np.ndarray,
+    ref: np.ndarray | None,
+    succ: int,
+    tl: float,
+    radius: float,
+    o: m.MetricOptions,
+) -> Record:
+    """Reference length, DTW, nDTW, SDTW and CLS (all ``None`` without a reference path)."""
+    if ref is None:
+        return dict.fromkeys(_FIDELITY_KEYS)
+    threshold = o.fidelity_threshold or radius
+    cost = space.pairwise(ref, traj)
+    dtw_value = dtw(cost[:, dedup_mask(traj)] if o.dedup else cost)
+    ndtw_value = m.ndtw(dtw_value, len(ref), threshold)
+    ref_len = m.path_length(space.step_lengths(ref))
+    c = m.cls(cost, ref_len, tl, threshold, undefined_as_none=o.undefined_as_none)
+    return {
+        "reference_path_length": ref_len,
+        "dtw": dtw_value,
+        "ndtw": ndtw_value,
+        "sdtw": m.sdtw(succ, ndtw_value),
+        "cls": c.cls,
+        "path_coverage": c.path_coverage,
+        "length_score": c.length_score,
+    }
+
+
+def score_episode(
+    trajectory: Sequence[Any] | ArrayLike,
+    *,
+    space: MetricSpace,
+    radius: float,
+    reference_path: Sequence[Any] | ArrayLike | None = None,
+    goal: Any = None,
+    subgoals: Sequence[Any] | ArrayLike = (),
+    stop_called: bool = True,
+    shortest_path_length: float | None = None,
+    branch_goals: Sequence[Any] | ArrayLike | None = None,
+    gold_branch: int | None = None,
+    actions: Sequence[int] | ArrayLike | None = None,
+    options: m.MetricOptions = m.DEFAULT_OPTIONS,
+) -> Record:
+    """Every metric of one episode.
+
+    Args:
+        trajectory: recorded positions (or node ids), first = start, last = stop position;
+            in-place turns repeat a position.
+        space: :class:`~.spaces.ContinuousSpace` or :class:`~.spaces.GraphSpace`.
+        radius: success radius τ (metres).
+        reference_path: the reference path; ``None`` leaves the fidelity metrics ``None``.
+        goal: the goal; default ``reference_path[-1]``.
+        subgoals: ordered subgoals of the correct branch (BSA / CSR).
+        stop_called: whether the agent called STOP.
+        shortest_path_length: ℓ for SPL (e.g. ``info.geodesic_distance``); default the
+            geodesic distance from ``trajectory[0]`` to the goal.
+        branch_goals: all leaf goals of the program, gold included (diagnostics).
+        gold_branch: index of the gold leaf in ``branch_goals``.
+        actions: logged action ids (0 STOP, 1 FORWARD, 2 LEFT, 3 RIGHT), for no-op counts.
+        options: the metric conventions.
+
+    Returns:
+        The flat per-episode record (see the module docstring).
+
+    Raises:
+        ValidationError: empty trajectory or reference path, no goal, unknown node, non-finite
+            positions or distances.
+    """
+    traj = space.encode(trajectory)
+    if len(traj) == 0:
+        raise ValidationError("empty trajectory (must contain at least the start position)")
+    ref = None if reference_path is None else space.encode(reference_path)
+    if ref is not None and len(ref) == 0:
+        raise ValidationError("empty reference path")
+    if goal is None and ref is None:
+        raise ValidationError("an episode needs a goal or a reference path")
+    n_sub = len(subgoals)
+    leaves = [] if branch_goals is None or gold_branch is None else list(branch_goals)
+    dist = space.to_targets(traj, _targets(space, ref, goal, [*subgoals, *leaves]))
+    goal_d, sub_d, leaf_d = dist[0], dist[1 : 1 + n_sub], dist[1 + n_sub :, -1]
+
+    o = options
+    succ = m.success(
+        goal_d, radius, stop_called=stop_called, strict=o.strict, require_stop=o.require_stop
+    )
+    tl = m.path_length(space.step_lengths(traj))
+    ell = float(goal_d[0]) if shortest_path_length is None else shortest_path_length
+    osr = m.oracle_success(goal_d, radius, strict=o.strict)
+    k = m.subgoals_reached(
+        sub_d, radius, strict=o.strict, order=o.subgoal_order, positions=o.subgoal_positions
+    )
+    branch = m.branch_score(k, n_sub, succ)
+    wrong = bool(leaves) and diag.wrong_branch(
+        leaf_d, gold_branch, radius, stop_called=stop_called, strict=o.strict
+    )
+    record: Record = {
+        "steps": len(traj) - 1,
+        "stop_called": stop_called,
+        "distance_to_goal": m.navigation_error(goal_d),
+        "oracle_navigation_error": m.oracle_navigation_error(goal_d),
+        "success": succ,
+        "oracle_success": osr,
+        "path_length": tl,
+        "geodesic_distance": ell,
+        "spl": m.spl(succ, ell, tl, undefined_as_none=o.undefined_as_none),
+        **_fidelity(space, traj, ref, succ, tl, radius, o),
+        "subgoals_total": n_sub,
+        "subgoals_reached": k,
+        "bsa_included": branch.included,
+        "bsa": branch.bsa,
+        "csr": branch.csr,
+        "goal_conditions_satisfied": k + succ,
+        "goal_conditions_total": n_sub + 1,
+        "goal_condition_success": m.goal_condition_success(k + succ, n_sub + 1),
+        "branch_commitment": diag.branch_commitment(leaf_d) if leaves else None,
+        "wrong_branch": wrong if leaves else None,
+        "failure_category": diag.failure_category(
+            success=succ,
+            stop_called=stop_called,
+            wrong_branch=wrong,
+            oracle_success=osr,
+            path_length=tl,
+            shortest_path_length=ell,
+        ),
+        "cancelling_turns": None if actions is None else diag.cancelling_turns(actions),
+        "forward_back": diag.forward_back(traj.reshape(len(traj), -1)),
+    }
+    ref_len = record["reference_path_length"]
+    record["plw_success"] = None if ref_len is None else m.path_length_weighted(succ, ref_len, tl)
+    record["plw_goal_condition"] = (
+        None
+        if ref_len is None
+        else m.path_length_weighted(record["goal_condition_success"], ref_len, tl)
+    )
+    return {key: record[key] for key in RECORD_KEYS}
+
+
+def invalid_episode(subgoals_total: int = 0) -> Record:
+    """The record of an episode whose prediction cannot be scored (category ``"invalid"``).
+
+    It has the keys of :func:`score_episode` and scores as a failure without progress: success,
+    oracle success, SPL, SDTW and the path-length-weighted scores 0; nDTW and CLS 0 (an empty
+    path aligns with nothing: DTW = ∞, coverage 0); k = 0, so BSA = 0 and CSR = 0 (included when
+    the episode has subgoals, excluded otherwise); distances and lengths ``None``.
+
+    >>> r = invalid_episode(2)
+    >>> r["success"], r["bsa"], r["csr"], r["failure_category"]
+    (0, 0.0, 0, 'invalid')
+    """
+    branch = m.branch_score(0, subgoals_total, 0)
+    record: Record = dict.fromkeys(RECORD_KEYS)
+    record.update(
+        stop_called=False,
+        success=0,
+        oracle_success=0,
+        spl=0.0,
+        ndtw=0.0,
+        sdtw=0.0,
+        cls=0.0,
+        path_coverage=0.0,
+        subgoals_total=subgoals_total,
+        subgoals_reached=0,
+        bsa_included=branch.included,
+        bsa=branch.bsa,
+        csr=branch.csr,
+        goal_conditions_satisfied=0,
+        goal_conditions_total=subgoals_total + 1,
+        goal_condition_success=0.0,
+        failure_category="invalid",
+        plw_success=0.0,
+        plw_goal_condition=0.0,
+    )
+    return record

@@ -1,0 +1,120 @@
+"""Aggregation: intervals, seeds, breakdowns, invariants and pair consistency."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from condvln.errors import ConfigError
+from condvln.evaluation.aggregate import (
+    aggregate,
+    bootstrap_interval,
+    breakdown,
+    check_invariants,
+    pair_consistency,
+    wilson_interval,
+)
+
+
+def test_wilson_known_values() -> None:
+    # Newcombe (1998), Table I: 15/148 → 0.0624–0.1605, 0/20 → 0–0.1611, 81/263 → 0.2553–0.3662
+    for (x, n), (lo, hi) in {
+        (15, 148): (0.0624, 0.1605),
+        (0, 20): (0.0, 0.1611),
+        (81, 263): (0.2553, 0.3662),
+    }.items():
+        got = wilson_interval(x, n)
+        assert got == pytest.approx((lo, hi), abs=5e-5)
+    assert wilson_interval(0, 0) is None
+    lo, hi = wilson_interval(10, 10)
+    assert hi == 1.0 and 0 < lo < 1
+    with pytest.raises(ConfigError):
+        wilson_interval(1, 2, confidence=1.5)
+
+
+def test_bootstrap_is_deterministic_with_a_seed() -> None:
+    values = np.random.default_rng(3).uniform(size=500)
+    a = bootstrap_interval(values, rng=np.random.default_rng(7))
+    b = bootstrap_interval(values, rng=np.random.default_rng(7))
+    c = bootstrap_interval(values, rng=np.random.default_rng(8))
+    assert a == b and a != c
+    assert a[0] < values.mean() < a[1]
+    assert bootstrap_interval([], rng=np.random.default_rng(0)) is None
+    assert bootstrap_interval([0.4], rng=np.random.default_rng(0)) == (0.4, 0.4)
+
+
+def test_aggregate_seed_and_metric_independence() -> None:
+    rng = np.random.default_rng(0)
+    recs = [{"spl": float(v), "ndtw": float(w)} for v, w in rng.uniform(size=(50, 2))]
+    full = aggregate(recs, seed=1)
+    alone = aggregate([{"spl": r["spl"]} for r in recs], seed=1)
+    assert full["spl"] == alone["spl"]
+    assert aggregate(recs, seed=2)["spl"] != full["spl"]
+
+
+def test_excluded_values_are_counted() -> None:
+    recs = [{"bsa": 1.0, "csr": 1}, {"bsa": None, "csr": None}, {"bsa": 0.5, "csr": 0}, {}]
+    agg = aggregate(recs)
+    assert (agg["bsa"].mean, agg["bsa"].n, agg["bsa"].n_excluded) == (0.75, 2, 2)
+    assert (agg["csr"].mean, agg["csr"].method) == (0.5, "wilson")
+    nothing = aggregate([{"bsa": None}])["bsa"]
+    assert (nothing.mean, nothing.ci_low, nothing.n_excluded) == (None, None, 1)
+    for a in agg.values():
+        for x in (a.mean, a.ci_low, a.ci_high):
+            assert x is None or math.isfinite(x)
+
+
+def test_breakdown_by_one_and_two_keys() -> None:
+    recs = [
+        {"source": "procthor", "depth": 1, "success": 1},
+        {"source": "procthor", "depth": 2, "success": 0},
+        {"source": "replicacad", "depth": 1, "success": 1},
+        {"source": "procthor", "depth": 1, "success": 0},
+        {"depth": 3, "success": 1},
+    ]
+    by_source = breakdown(recs, "source")
+    assert list(by_source) == sorted([(None,), ("procthor",), ("replicacad",)], key=str)
+    assert by_source[("procthor",)]["success"].mean == pytest.approx(1 / 3)
+    assert by_source[("procthor",)]["success"].n == 3
+    both = breakdown(recs, ["source", "depth"], metrics=["success"], seed=3)
+    assert both[("procthor", 1)]["success"].mean == 0.5
+    assert both[("procthor", 1)] == aggregate(recs[0:1] + recs[3:4], ["success"], seed=3)
+    assert set(both) == {("procthor", 1), ("procthor", 2), ("replicacad", 1), (None, 3)}
+
+
+@pytest.mark.parametrize(
+    ("record", "rule"),
+    [
+        ({"success": 1, "oracle_success": 0}, "OSR >= SR"),
+        ({"success": 0, "spl": 0.5}, "SR >= SPL"),
+        ({"success": 0, "sdtw": 0.5}, "SR >= SDTW"),
+        ({"bsa": 0.5, "csr": 1}, "BSA >= CSR"),
+    ],
+)
+def test_invariant_violations_are_detected(record: dict, rule: str) -> None:
+    found = check_invariants(aggregate([record]))
+    assert len(found) == 1 and found[0].startswith(rule)
+
+
+def test_consistent_aggregates_have_no_violations() -> None:
+    recs = [
+        {"success": 1, "oracle_success": 1, "spl": 0.5, "sdtw": 0.7, "bsa": 1.0, "csr": 1},
+        {"success": 0, "oracle_success": 1, "spl": 0.0, "sdtw": 0.0, "bsa": 0.5, "csr": 0},
+    ]
+    assert check_invariants(aggregate(recs)) == []
+
+
+def test_pair_consistency() -> None:
+    recs = [
+        {"pair_id": "p1", "csr": 1},
+        {"pair_id": "p1", "csr": 1},
+        {"pair_id": "p2", "csr": 1},
+        {"pair_id": "p2", "csr": None},
+        {"pair_id": "p3", "csr": 1},
+        {"csr": 1},
+    ]
+    a = pair_consistency(recs)
+    assert (a.mean, a.n, a.n_excluded, a.method) == (0.5, 2, 1, "wilson")
+    assert pair_consistency(recs, correct_key="missing").mean == 0.0
