@@ -1,0 +1,225 @@
+"""Benchmark the per-episode metrics and exact nDTW against fastdtw.
+
+Synthetic VLN-CE-like episodes: trajectories of ``--positions`` recorded positions from random
+actions (FORWARD 0.25 m, LEFT / RIGHT 15°; turns repeat the position), reference paths of
+20–60 points (0.25–1 m apart) followed noisily (a third of the agents take a wrong branch half-way),
+0–3 subgoals on the reference path and 2–4 leaf goals. The
+geodesic distance is the Euclidean distance — a stand-in for a navmesh geodesic in obstacle-free
+space, so the timings exclude geodesic queries.
+
+Part 1 times :func:`score_episode` (every metric and diagnostic) and the aggregation of all
+records. Part 2 compares exact nDTW (this package: Euclidean cost matrix + compiled DTW) with
+``fastdtw`` (radius=1, Euclidean, as VLN-CE's NDTW measure uses it) on the same deduplicated
+trajectories. fastdtw is not a dependency of condvln: ``pip install fastdtw`` to run part 2.
+
+Run: ``PYTHONPATH=src python benchmarks/bench_metrics.py [--episodes 10000] [--workers 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from condvln.evaluation import ContinuousSpace, score_episode
+from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants
+from condvln.evaluation.dtw import dedup_mask, dtw
+from condvln.evaluation.spaces import pairwise_euclidean
+
+RADIUS = 1.0
+Episode = dict[str, Any]
+
+
+def _random_polyline(rng: np.random.Generator, start: np.ndarray, n: int) -> np.ndarray:
+    """A smooth random walk on the floor: n points 0.25–1 m apart."""
+    heading = rng.uniform(0, 2 * math.pi) + np.cumsum(rng.normal(scale=0.4, size=n - 1))
+    steps = rng.uniform(0.25, 1.0, size=(n - 1, 1))
+    moves = steps * np.stack([np.sin(heading), np.zeros(n - 1), -np.cos(heading)], axis=1)
+    return np.vstack([start, start + np.cumsum(moves, axis=0)])
+
+
+def _along(polyline: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Points at arc lengths ``s`` along ``polyline`` (clipped to its ends)."""
+    cum = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(polyline, axis=0), axis=1))])
+    return np.stack([np.interp(s, cum, polyline[:, k]) for k in range(3)], axis=1), cum[-1]
+
+
+def _follow(rng: np.random.Generator, path: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n recorded positions of an agent following ``path`` noisily, and its actions.
+
+    60 % of the actions are 0.25 m forward moves, the rest 15° turns (position repeated); the
+    agent drifts sideways and gives up or overshoots at 70–110 % of the path length.
+    """
+    forward = rng.random(n - 1) < 0.6
+    _, length = _along(path, np.zeros(1))
+    s = np.minimum(
+        np.concatenate([[0.0], np.cumsum(0.25 * forward)]), length * rng.uniform(0.7, 1.1)
+    )
+    drift = np.cumsum(
+        rng.normal(scale=0.03, size=(n, 3)) * [1, 0, 1] * np.append(1, forward)[:, None], axis=0
+    )
+    points, _ = _along(path, s)
+    turns = rng.choice([2, 3], size=n - 1)
+    return points + drift, np.append(np.where(forward, 1, turns), 0)
+
+
+def make_episodes(n_episodes: int, n_positions: int, seed: int) -> list[Episode]:
+    """Synthetic episodes (see the module docstring); a third take a wrong branch half-way."""
+    rng = np.random.default_rng(seed)
+    episodes = []
+    for _ in range(n_episodes):
+        reference = _random_polyline(rng, np.zeros(3), int(rng.integers(20, 61)))
+        half = len(reference) // 2
+        wrong = _random_polyline(rng, reference[half], len(reference) - half)
+        leaves = np.vstack(
+            [reference[-1:], wrong[-1:], rng.normal(scale=5.0, size=(rng.integers(0, 3), 3))]
+        )
+        followed = np.vstack([reference[:half], wrong]) if rng.random() < 1 / 3 else reference
+        trajectory, actions = _follow(rng, followed, n_positions)
+        subgoals = reference[np.sort(rng.choice(len(reference) - 1, rng.integers(0, 4), False))]
+        episodes.append(
+            {
+                "trajectory": trajectory,
+                "reference_path": reference,
+                "subgoals": subgoals,
+                "branch_goals": leaves,
+                "actions": actions,
+                "depth": int(rng.integers(1, 4)),
+            }
+        )
+    return episodes
+
+
+def score_all(episodes: list[Episode]) -> list[dict[str, Any]]:
+    """Score every episode (Euclidean geodesic stand-in)."""
+    space = ContinuousSpace()
+    return [
+        {
+            "depth": e["depth"],
+            **score_episode(
+                e["trajectory"],
+                space=space,
+                radius=RADIUS,
+                reference_path=e["reference_path"],
+                subgoals=e["subgoals"],
+                branch_goals=e["branch_goals"],
+                gold_branch=0,
+                actions=e["actions"],
+            ),
+        }
+        for e in episodes
+    ]
+
+
+def score_parallel(episodes: list[Episode], workers: int) -> list[dict[str, Any]]:
+    """:func:`score_all` in ``workers`` processes (order kept)."""
+    if workers == 1:
+        return score_all(episodes)
+    chunks = [episodes[i::workers] for i in range(workers)]
+    with ProcessPoolExecutor(workers) as pool:
+        parts = list(pool.map(score_all, chunks))
+    out: list[dict[str, Any]] = [{}] * len(episodes)
+    for i, part in enumerate(parts):
+        out[i::workers] = part
+    return out
+
+
+def exact_ndtw(trajectory: np.ndarray, reference: np.ndarray) -> float:
+    """Exact nDTW as score_episode computes it (dedup, Euclidean, d_th = RADIUS)."""
+    traj = trajectory[dedup_mask(trajectory)]
+    return math.exp(-dtw(pairwise_euclidean(reference, traj)) / (len(reference) * RADIUS))
+
+
+def compare_fastdtw(episodes: list[Episode]) -> None:
+    """Time exact nDTW against fastdtw(radius=1) and report fastdtw's error."""
+    if not episodes:
+        return
+    try:
+        from fastdtw import fastdtw
+    except ImportError:
+        print("fastdtw is not installed: `pip install fastdtw` to run the comparison")
+        return
+
+    def euclidean(a: np.ndarray, b: np.ndarray) -> float:  # VLN-CE's NDTW distance function
+        return float(np.linalg.norm(np.asarray(b) - np.asarray(a), ord=2))
+
+    pairs = [(e["trajectory"][dedup_mask(e["trajectory"])], e["reference_path"]) for e in episodes]
+    t_exact = math.inf
+    for _ in range(3):  # best of 3: the exact pass is short and sensitive to machine load
+        t0 = time.perf_counter()
+        exact = [exact_ndtw(e["trajectory"], e["reference_path"]) for e in episodes]
+        t_exact = min(t_exact, time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    approx = [
+        math.exp(-fastdtw(traj, ref, radius=1, dist=euclidean)[0] / (len(ref) * RADIUS))
+        for traj, ref in pairs
+    ]
+    t_fast = time.perf_counter() - t0
+    err = np.asarray(exact) - np.asarray(approx)
+    n = len(episodes)
+    print(f"\nexact nDTW vs fastdtw(radius=1, euclidean) on {n} of the same trajectories")
+    print(f"  exact   : {t_exact:8.3f} s  (best of 3; {1e6 * t_exact / n:8.1f} us / episode)")
+    print(f"  fastdtw : {t_fast:8.3f} s  ({1e6 * t_fast / n:8.1f} us / episode)")
+    print(f"  speed-up: {t_fast / t_exact:8.1f} x")
+    print(
+        f"  max |nDTW_fastdtw - nDTW_exact| = {np.max(np.abs(err)):.6f} "
+        f"(mean {np.mean(np.abs(err)):.6f}; fastdtw >= exact DTW in "
+        f"{np.mean(err >= -1e-12):.1%} of episodes)"
+    )
+
+
+def main() -> None:
+    """Parse options, run both parts, print the results."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=10_000)
+    parser.add_argument("--positions", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--fastdtw-episodes",
+        type=int,
+        default=1000,
+        help="episodes for the fastdtw comparison (fastdtw is slow)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    episodes = make_episodes(args.episodes, args.positions, args.seed)
+    ref_lengths = [len(e["reference_path"]) for e in episodes]
+    print(
+        f"{args.episodes} episodes x {args.positions} positions, reference paths "
+        f"{min(ref_lengths)}-{max(ref_lengths)} points; geodesic = Euclidean stand-in"
+    )
+
+    t0 = time.perf_counter()
+    score_all(episodes[:1])
+    print(
+        f"first score_episode call (numba compile or cache load): {time.perf_counter() - t0:.2f} s"
+    )
+
+    t0 = time.perf_counter()
+    records = score_parallel(episodes, args.workers)
+    t_score = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    agg = aggregate(records, seed=args.seed)
+    groups = breakdown(records, "depth", seed=args.seed)
+    t_agg = time.perf_counter() - t0
+    print(
+        f"score_episode, all metrics ({args.workers} worker(s)): {t_score:.2f} s "
+        f"({1e6 * t_score / len(episodes):.0f} us / episode)"
+    )
+    print(f"aggregate + breakdown by depth ({len(groups)} groups, bootstrap 2000): {t_agg:.2f} s")
+    print(f"total: {t_score + t_agg:.2f} s")
+    for name in ("success", "oracle_success", "spl", "ndtw", "sdtw", "cls", "bsa", "csr"):
+        a = agg[name]
+        print(f"  {name:15s} {a.mean:.4f}  [{a.ci_low:.4f}, {a.ci_high:.4f}]  n={a.n}")
+    print(f"invariant violations: {check_invariants(agg) or 'none'}")
+
+    compare_fastdtw(episodes[: args.fastdtw_episodes])
+
+
+if __name__ == "__main__":
+    main()
