@@ -354,6 +354,27 @@ def oracle_command(
     console.print(f"wrote {out}: {count} instructions rewritten to their oracle-linear form")
 
 
+@app.command("evaluate")
+def evaluate_command(
+    dataset: Annotated[Path, typer.Argument(help="Dataset folder written by `condvln generate`.")],
+    predictions: Annotated[
+        Path, typer.Argument(help="Trajectory JSONL or VLN-CE leaderboard JSON.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the results.")],
+    split: Annotated[
+        str | None, typer.Option(help="Split to score (default: inferred from the ids).")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Run name in the tables.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap intervals.")] = 0,
+) -> None:
+    """Score predictions: standard VLN metrics, BSA / CSR and branch diagnostics, with tables."""
+    from condvln.evaluation.evaluate import evaluate_run, render_summary
+
+    result = evaluate_run(dataset, predictions, out, split=split, seed=seed, run_name=name)
+    console.print(render_summary(result))
+    console.print(f"wrote {out}")
+
+
 def main() -> None:
     """Run the command line; user errors print one line and exit with code 2."""
     try:

@@ -258,3 +258,32 @@ def test_cli_generate_and_validate(tmp_path: Path) -> None:
         [*run, "generate", "--out", str(out), "-q"], capture_output=True, text=True
     )
     assert again.returncode == 2 and "exists" in again.stderr
+
+
+def test_cli_evaluate_reference_paths_score_perfectly(dataset: Path, tmp_path: Path) -> None:
+    doc = _read(split_path(dataset, "val_seen"))
+    leaderboard = {
+        str(e["episode_id"]): [
+            {"position": p, "heading": 0.0, "stop": k == len(e["reference_path"]) - 1}
+            for k, p in enumerate(e["reference_path"])
+        ]
+        for e in doc["episodes"]
+    }
+    predictions = tmp_path / "predictions.json"
+    predictions.write_bytes(orjson.dumps(leaderboard))
+    out = tmp_path / "eval"
+    run = [sys.executable, "-m", "condvln", "evaluate", str(dataset), str(predictions)]
+    result = subprocess.run(
+        [*run, "--out", str(out), "--split", "val_seen"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    metrics = orjson.loads((out / "metrics.json").read_bytes())
+    assert metrics["metrics"]["success"]["mean"] == 1.0
+    assert metrics["metrics"]["csr"]["mean"] == 1.0
+    assert (out / "table2.md").is_file() and (out / "table3.csv").is_file()
+    predictions.write_text("{not json")
+    bad = subprocess.run([*run, "--out", str(tmp_path / "bad")], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1

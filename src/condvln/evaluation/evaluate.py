@@ -1,0 +1,479 @@
+"""``condvln evaluate``: score a predictions file against a dataset split and write the results.
+
+:func:`evaluate_run` reads the predictions (:mod:`.predictions`, either format), scores every
+episode of the split in continuous mode with :func:`~.scoring.score_episode`, aggregates
+(:mod:`.aggregate`) and writes to the output folder::
+
+    episodes.jsonl    one record per dataset episode (dataset order): episode metadata
+                      (episode_id, split, scene_id, category, depth, chain, composition,
+                      observability, horizon, source_dataset, pair_id), every score key,
+                      off_map_positions
+    metrics.json      counts (episodes, missing, extra, off-map), aggregates with 95 %
+                      intervals, pair consistency, invariant checks, failure categories,
+                      breakdowns by source, category, depth, chain, composition, observability,
+                      horizon
+    table2.md / .csv  paper Table 2 layout (:func:`~.tables.table2`)
+    table3.md / .csv  paper Table 3 layout (:func:`~.tables.table3`)
+    manifest.json     versions, dataset and predictions paths and SHA-256, split, seed, metric
+                      options, navigator settings, timestamp (the only non-deterministic file)
+
+Distances, as VLN-CE measures them:
+
+* geodesic (goal, subgoals, every branch goal) from the navigation layer's distance fields —
+  one :class:`~condvln.nav.GridNavigator` per scene, one field per target, a vectorised query
+  over all trajectory positions;
+* Euclidean for TL, nDTW and CLS against ``reference_path``;
+* radius = the goal's radius, ℓ = ``info.geodesic_distance``, gold branch = ``leaf_index``.
+
+Missing episodes (in the split, not in the predictions) score as
+:func:`~.scoring.invalid_episode`; extra ids (in the predictions, not in the split) are counted
+and listed, not scored. **Off-map rule:** a position the navigator cannot reach (off the
+navigable area by more than ``GridConfig.max_snap``, or on an island) has no geodesic distance;
+it is counted in ``off_map_positions`` and scored with its straight-line distance to each
+target, raised to just above the success radius, so it is never within any radius (strict or
+not) while the distances stay finite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import platform
+import sys
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from condvln import __version__
+from condvln.dataset.vlnce import available_splits, load_split, split_path
+from condvln.errors import ConfigError, FormatError, ValidationError
+from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants, pair_consistency
+from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
+from condvln.evaluation.predictions import Predictions, Trajectory, read_predictions
+from condvln.evaluation.scoring import Record, invalid_episode, score_episode
+from condvln.evaluation.spaces import ContinuousSpace, FloatArray
+from condvln.evaluation.tables import FAILURE_CATEGORIES, ResultTable, table2, table3
+from condvln.io import atomic_write_bytes, dumps_json, read_json
+from condvln.nav import GridConfig, GridNavigator, Unreachable
+from condvln.nav.geodesic import HAVE_SKFMM, GeodesicField
+from condvln.scene.serialize import load_scene
+
+LABEL_KEYS = (
+    "category",
+    "depth",
+    "chain",
+    "composition",
+    "observability",
+    "horizon",
+    "source_dataset",
+    "pair_id",
+)
+"""Keys copied from ``info.condvln`` into every per-episode record."""
+
+BREAKDOWN_KEYS = (
+    "source_dataset",
+    "category",
+    "depth",
+    "chain",
+    "composition",
+    "observability",
+    "horizon",
+)
+"""Record keys that ``metrics.json`` breaks the main metrics down by."""
+
+MAIN_METRICS = (
+    "success",
+    "oracle_success",
+    "spl",
+    "distance_to_goal",
+    "path_length",
+    "ndtw",
+    "sdtw",
+    "cls",
+    "bsa",
+    "csr",
+    "wrong_branch",
+)
+"""Metrics reported in breakdowns and in the printed summary."""
+
+NAV_CONFIG = GridConfig()
+"""Navigator settings for scoring (the generation grid: 5 cm cells, fast marching)."""
+
+EXTRA_IDS_LISTED = 100
+"""At most this many extra episode ids are listed in ``metrics.json`` (all are counted)."""
+
+
+class SceneGeodesic:
+    """Geodesic distances in one scene: a navigator and one cached distance field per target.
+
+    Args:
+        scene_file: the scene JSON file.
+    """
+
+    def __init__(self, scene_file: Path) -> None:
+        self.navigator = GridNavigator(load_scene(scene_file), config=NAV_CONFIG)
+        self._fields: dict[tuple[float, ...], GeodesicField] = {}
+
+    def field(self, target: FloatArray) -> GeodesicField:
+        """The distance field of ``target`` (solved once; :class:`Unreachable` if off-map)."""
+        key = tuple(np.round(np.asarray(target, dtype=np.float64), 3).tolist())
+        if key not in self._fields:
+            self._fields[key] = self.navigator.distance_field(key)
+        return self._fields[key]
+
+    def off_map(self, points: FloatArray, goal: FloatArray) -> FloatArray:
+        """Boolean mask of the points the navigator cannot reach (measured with ``goal``'s field)."""
+        return np.ma.getmaskarray(self.field(goal).query(points))
+
+    def distances(self, points: FloatArray, target: FloatArray, radius: float) -> FloatArray:
+        """Geodesic ``points → target``; unreachable points follow the module's off-map rule."""
+        result = self.field(target).query(points)
+        floor = np.nextafter(radius, np.inf)
+        fallback = np.maximum(np.linalg.norm(points - target, axis=-1), floor)
+        return np.where(np.ma.getmaskarray(result), fallback, result.data)
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_split_episodes(dataset_dir: Path, split: str) -> list[dict[str, Any]]:
+    """The episodes of a split; for ``test`` merged with ``test_answers`` (goals, path, info)."""
+    episodes = load_split(dataset_dir, split)["episodes"]
+    if split != "test":
+        return episodes
+    answers_file = split_path(dataset_dir, split, "_answers")
+    answers = read_json(answers_file)
+    missing = [e["episode_id"] for e in episodes if str(e["episode_id"]) not in answers]
+    if missing:
+        raise ValidationError(f"{answers_file}: no answers for episodes {missing[:10]}")
+    keys = ("goals", "reference_path", "info")
+    return [{**e, **{k: answers[str(e["episode_id"])][k] for k in keys}} for e in episodes]
+
+
+def choose_split(dataset_dir: Path, episode_ids: Sequence[int]) -> str:
+    """The split the predicted ids belong to.
+
+    Every split numbers its episodes ``1..N``, so ids alone can be ambiguous. The split whose
+    id set equals the predicted ids wins; otherwise the only split that contains them all;
+    otherwise the only split sharing the most ids. Anything else is a :class:`ConfigError`
+    asking for ``--split``.
+    """
+    ids = set(episode_ids)
+    ranked = []
+    for split in available_splits(dataset_dir):
+        own = {e["episode_id"] for e in load_split(dataset_dir, split)["episodes"]}
+        if own:
+            ranked.append(((own == ids, own >= ids, len(own & ids)), split))
+    ranked.sort(key=lambda item: item[0], reverse=True)
+    if not ranked or ranked[0][0][2] == 0:
+        raise ConfigError(f"no split of {dataset_dir} holds any predicted episode id")
+    tied = [split for rank, split in ranked if rank == ranked[0][0]]
+    if len(tied) > 1:
+        raise ConfigError(
+            f"the predicted episode ids fit splits {', '.join(tied)} equally; pass --split"
+        )
+    return tied[0]
+
+
+def _metadata(episode: Mapping[str, Any], split: str) -> Record:
+    labels = episode["info"]["condvln"]
+    meta = {"episode_id": episode["episode_id"], "split": split, "scene_id": episode["scene_id"]}
+    return meta | {key: labels.get(key) for key in LABEL_KEYS}
+
+
+def score_prediction(
+    episode: Mapping[str, Any],
+    trajectory: Trajectory,
+    geodesic: SceneGeodesic,
+    options: MetricOptions = DEFAULT_OPTIONS,
+) -> Record:
+    """Score one predicted trajectory against its episode (continuous mode).
+
+    Returns:
+        The :func:`~.scoring.score_episode` record plus ``off_map_positions``.
+    """
+    labels = episode["info"]["condvln"]
+    goal = episode["goals"][0]
+    radius = float(goal["radius"])
+    target = np.asarray(goal["position"], dtype=np.float64)
+    try:
+        off_map = int(np.count_nonzero(geodesic.off_map(trajectory.positions, target)))
+        record = score_episode(
+            trajectory.positions,
+            space=ContinuousSpace(lambda p, t: geodesic.distances(p, t, radius)),
+            radius=radius,
+            reference_path=episode["reference_path"],
+            goal=goal["position"],
+            subgoals=[s["position"] for s in labels["subgoals"]],
+            stop_called=trajectory.stop,
+            shortest_path_length=float(episode["info"]["geodesic_distance"]),
+            branch_goals=[b["position"] for b in labels["branch_goals"]],
+            gold_branch=labels["leaf_index"],
+            actions=trajectory.actions,
+            options=options,
+        )
+    except Unreachable as exc:
+        raise ValidationError(f"episode {episode['episode_id']}: {exc}") from None
+    return record | {"off_map_positions": off_map}
+
+
+def score_split(
+    dataset_dir: Path,
+    episodes: Sequence[Mapping[str, Any]],
+    predictions: Predictions,
+    split: str,
+    options: MetricOptions = DEFAULT_OPTIONS,
+) -> list[Record]:
+    """One record per episode, in dataset order (missing predictions: invalid records).
+
+    Episodes are scored scene by scene, so one navigator is alive at a time.
+    """
+    records: list[Record | None] = [None] * len(episodes)
+    order = sorted(range(len(episodes)), key=lambda i: episodes[i]["scene_id"])
+    for scene_id, group in itertools.groupby(order, key=lambda i: episodes[i]["scene_id"]):
+        indices = list(group)
+        todo = [i for i in indices if episodes[i]["episode_id"] in predictions]
+        geodesic = SceneGeodesic(dataset_dir / scene_id) if todo else None
+        for i in indices:
+            try:
+                records[i] = _score_one(episodes[i], predictions, geodesic, split, options)
+            except (KeyError, IndexError, TypeError) as exc:
+                raise FormatError(
+                    f"missing or malformed episode field ({exc!r})",
+                    file=str(split_path(dataset_dir, split)),
+                    record=f"episode {episodes[i].get('episode_id')}",
+                ) from None
+    return [r for r in records if r is not None]
+
+
+def _score_one(
+    episode: Mapping[str, Any],
+    predictions: Predictions,
+    geodesic: SceneGeodesic | None,
+    split: str,
+    options: MetricOptions,
+) -> Record:
+    """The record of one episode: scored, or invalid when it has no prediction."""
+    trajectory = predictions.get(episode["episode_id"])
+    if trajectory is None or geodesic is None:
+        n_sub = len(episode["info"]["condvln"]["subgoals"])
+        score = invalid_episode(n_sub) | {"off_map_positions": 0}
+    else:
+        score = score_prediction(episode, trajectory, geodesic, options)
+    return _metadata(episode, split) | score
+
+
+def _group_name(values: tuple[Any, ...]) -> str:
+    return ",".join("null" if v is None else str(v) for v in values)
+
+
+def _breakdowns(records: Sequence[Record], seed: int) -> Record:
+    """``{key: {group: {"episodes": n, "metrics": {metric: aggregate}}}}`` for the main metrics."""
+    out: Record = {}
+    for key in BREAKDOWN_KEYS:
+        sizes = Counter(r.get(key) for r in records)
+        out[key] = {
+            _group_name(group): {
+                "episodes": sizes[group[0]],
+                "metrics": {k: a.to_dict() for k, a in aggs.items()},
+            }
+            for group, aggs in breakdown(records, key, MAIN_METRICS, seed=seed).items()
+        }
+    return out
+
+
+def summarize(records: Sequence[Record], *, seed: int = 0) -> Record:
+    """Aggregates, pair consistency, invariant checks, failure categories and breakdowns.
+
+    Args:
+        records: per-episode records (:func:`score_split` output).
+        seed: bootstrap seed.
+
+    Returns:
+        The ``metrics.json`` body without the run counts.
+    """
+    overall = aggregate(records, seed=seed)
+    violations = check_invariants(overall)
+    failures = Counter(r.get("failure_category") for r in records)
+    n = max(len(records), 1)
+    return {
+        "metrics": {k: a.to_dict() for k, a in overall.items()},
+        "pair_consistency": pair_consistency(records).to_dict(),
+        "invariants": {"ok": not violations, "violations": violations},
+        "failure_categories": {
+            c: {"count": failures[c], "share": failures[c] / n} for c in FAILURE_CATEGORIES
+        },
+        "breakdowns": _breakdowns(records, seed),
+    }
+
+
+def _counts(records: Sequence[Record], episode_ids: set[int], predictions: Predictions) -> Record:
+    extra = sorted(set(predictions) - episode_ids)
+    off_map = [r["off_map_positions"] for r in records]
+    return {
+        "episodes": len(records),
+        "predicted": len(predictions),
+        "scored": len(episode_ids & set(predictions)),
+        "missing": len(episode_ids - set(predictions)),
+        "extra": len(extra),
+        "extra_ids": extra[:EXTRA_IDS_LISTED],
+        "off_map_positions": int(sum(off_map)),
+        "off_map_episodes": int(sum(1 for k in off_map if k)),
+    }
+
+
+def _manifest(
+    dataset_dir: Path, predictions_path: Path, split: str, seed: int, options: MetricOptions
+) -> Record:
+    split_file = split_path(dataset_dir, split)
+    dataset: Record = {
+        "path": str(dataset_dir.resolve()),
+        "split": split,
+        "split_file": str(split_file.relative_to(dataset_dir)),
+        "sha256": sha256_file(split_file),
+    }
+    if split == "test":
+        answers = split_path(dataset_dir, split, "_answers")
+        dataset |= {
+            "answers_file": str(answers.relative_to(dataset_dir)),
+            "answers_sha256": sha256_file(answers),
+        }
+    return {
+        "condvln_version": __version__,
+        "command": "evaluate",
+        "dataset": dataset,
+        "predictions": {
+            "path": str(predictions_path.resolve()),
+            "sha256": sha256_file(predictions_path),
+        },
+        "seed": seed,
+        "metric_options": dataclasses.asdict(options),
+        "navigator": dataclasses.asdict(NAV_CONFIG) | {"fast_marching_available": HAVE_SKFMM},
+        "off_map_rule": "unreachable positions: straight-line distance, raised above the radius",
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _write_outputs(out_dir: Path, result: Record) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines = b"".join(orjson.dumps(r) + b"\n" for r in result["records"])
+    atomic_write_bytes(out_dir / "episodes.jsonl", lines)
+    atomic_write_bytes(out_dir / "metrics.json", dumps_json(result["metrics"], indent=True))
+    for name, table in result["tables"].items():
+        atomic_write_bytes(out_dir / f"{name}.md", table.to_markdown().encode())
+        atomic_write_bytes(out_dir / f"{name}.csv", table.to_csv().encode())
+    atomic_write_bytes(out_dir / "manifest.json", dumps_json(result["manifest"], indent=True))
+
+
+def run_name_of(predictions_path: Path) -> str:
+    """Default run name: the predictions file name without its extensions."""
+    return predictions_path.name.split(".")[0] or predictions_path.name
+
+
+def evaluate_run(
+    dataset_dir: str | Path,
+    predictions_path: str | Path,
+    out_dir: str | Path,
+    *,
+    split: str | None = None,
+    seed: int = 0,
+    options: MetricOptions = DEFAULT_OPTIONS,
+    run_name: str | None = None,
+) -> Record:
+    """Score a predictions file against a dataset split and write the output folder.
+
+    Args:
+        dataset_dir: dataset folder written by ``condvln generate``.
+        predictions_path: VLN-CE leaderboard JSON or CondVLN JSONL.
+        out_dir: output folder (created; files in it are replaced).
+        split: the split to score (default: :func:`choose_split` from the predicted ids).
+        seed: bootstrap seed of the confidence intervals.
+        options: metric conventions.
+        run_name: row name in the tables (default: the predictions file's name).
+
+    Returns:
+        ``{"run", "split", "records", "metrics", "tables": {"table2", "table3"}, "manifest",
+        "out_dir"}``; ``metrics`` is the ``metrics.json`` content.
+
+    Raises:
+        FormatError: unreadable dataset or predictions file.
+        ConfigError: unknown split, or one that cannot be told from the predicted ids.
+        ValidationError: inconsistent dataset (e.g. a goal off the navigable area).
+    """
+    dataset_dir, predictions_path, out_dir = (
+        Path(dataset_dir),
+        Path(predictions_path),
+        Path(out_dir),
+    )
+    predictions = read_predictions(predictions_path)
+    split = split or choose_split(dataset_dir, list(predictions))
+    if split not in available_splits(dataset_dir):
+        raise ConfigError(f"split {split!r} not found in {dataset_dir}")
+    episodes = load_split_episodes(dataset_dir, split)
+    if not episodes:
+        raise ConfigError(f"split {split!r} of {dataset_dir} has no episodes")
+    records = score_split(dataset_dir, episodes, predictions, split, options)
+    name = run_name or run_name_of(predictions_path)
+    counts = _counts(records, {e["episode_id"] for e in episodes}, predictions)
+    metrics = {"run": name, "split": split, "counts": counts, **summarize(records, seed=seed)}
+    runs = {name: records}
+    result = {
+        "run": name,
+        "split": split,
+        "records": records,
+        "metrics": metrics,
+        "tables": {"table2": table2(runs), "table3": table3(runs)},
+        "manifest": _manifest(dataset_dir, predictions_path, split, seed, options) | {"run": name},
+        "out_dir": str(out_dir),
+    }
+    _write_outputs(out_dir, result)
+    return result
+
+
+def _fmt(aggregate_dict: Mapping[str, Any]) -> str:
+    mean, lo, hi = (aggregate_dict[k] for k in ("mean", "ci_low", "ci_high"))
+    if mean is None:
+        return "–"
+    interval = "" if lo is None else f" [{lo:.3f}, {hi:.3f}]"
+    return f"{mean:.3f}{interval} (n={aggregate_dict['n']})"
+
+
+def render_summary(result: Mapping[str, Any]) -> RenderableType:
+    """What ``condvln evaluate`` prints: counts, main metrics, Tables 2 and 3, problems."""
+    metrics, counts = result["metrics"], result["metrics"]["counts"]
+    lines = [
+        Text(
+            f"{result['run']} on {result['split']}: {counts['episodes']} episodes, "
+            f"{counts['scored']} scored, {counts['missing']} missing, {counts['extra']} extra ids, "
+            f"{counts['off_map_positions']} off-map positions in {counts['off_map_episodes']} "
+            "episodes",
+            style="yellow" if counts["missing"] or counts["extra"] else "",
+        )
+    ]
+    lines += [
+        Text(f"  {key}: {_fmt(metrics['metrics'][key])}")
+        for key in MAIN_METRICS
+        if key in metrics["metrics"]
+    ]
+    lines.append(Text(f"  pair_consistency: {_fmt(metrics['pair_consistency'])}"))
+    lines += [
+        Text(f"invariant violated: {v}", style="bold red")
+        for v in metrics["invariants"]["violations"]
+    ]
+    tables: Mapping[str, ResultTable] = result["tables"]
+    lines += [tables["table2"].to_rich(), tables["table3"].to_rich()]
+    lines.append(Text(f"wrote {result['out_dir']}"))
+    return Group(*lines)

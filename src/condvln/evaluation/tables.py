@@ -1,0 +1,237 @@
+"""The paper's result tables from per-episode records, for one run or several side by side.
+
+* :func:`table2` — paper Table 2: one row per run, a column group per source dataset with SR,
+  SPL, BSA, CSR (plus an "all" group when there are several sources) and a diagnostics group:
+  wrong-branch rate (WB) and the share of all episodes in each failure category;
+* :func:`table3` — paper Table 3: BSA and CSR at the base case d=1, ℓ=1, the logical-depth sweep
+  (d=2 and d=3 at ℓ=1) and the chain-length sweep (ℓ=2 and ℓ=3 at d=1).
+
+A run is a name and its per-episode records (the lines of ``episodes.jsonl``). Cells are
+percentages of the mean over the episodes with a value (``None`` values, e.g. the BSA of an
+excluded episode, are left out, as in :mod:`.aggregate`); a cell without any value is empty.
+Render with :meth:`ResultTable.to_markdown`, :meth:`ResultTable.to_csv` or
+:meth:`ResultTable.to_rich`.
+
+>>> recs = [{"source_dataset": "procedural", "depth": 1, "chain": 1, "success": 1, "spl": 0.5,
+...          "bsa": 1.0, "csr": 1, "wrong_branch": False, "failure_category": None}]
+>>> t = table2({"oracle": recs, "blind": []})
+>>> t.columns[:4]
+['procedural SR', 'procedural SPL', 'procedural BSA', 'procedural CSR']
+>>> t.rows[0].values[:4], t.rows[1].values[:4]
+((100.0, 50.0, 100.0, 100.0), (None, None, None, None))
+>>> print(table3({"oracle": recs}).to_markdown().splitlines()[4])
+| oracle | 1 | 100.00 | 100.00 | – | – | – | – | – | – | – | – |
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, get_args
+
+from rich.table import Table
+
+from condvln.evaluation.aggregate import weighted_mean
+from condvln.evaluation.diagnostics import FailureCategory
+
+Record = Mapping[str, Any]
+Runs = Mapping[str, Sequence[Record]] | Sequence[tuple[str, Sequence[Record]]]
+Selector = Callable[[Record], bool]
+
+COLUMN_KEYS = {
+    "SR": "success",
+    "SPL": "spl",
+    "BSA": "bsa",
+    "CSR": "csr",
+    "WB": "wrong_branch",
+}
+"""Column label → per-episode record key."""
+
+FAILURE_CATEGORIES: tuple[str, ...] = get_args(FailureCategory)
+"""Failure categories, in :func:`~.diagnostics.failure_category` rule order."""
+
+SCALING_CELLS = (
+    ("base", 1, 1),
+    ("depth", 2, 1),
+    ("depth", 3, 1),
+    ("chain", 1, 2),
+    ("chain", 1, 3),
+)
+"""Table 3 column groups: (sweep, depth d, chain length ℓ)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One run: its name, its episode count and one value per column (percent or ``None``)."""
+
+    name: str
+    n: int
+    values: tuple[float | None, ...]
+
+
+@dataclass(frozen=True)
+class ResultTable:
+    """A table with grouped columns.
+
+    Attributes:
+        title: caption.
+        groups: ``(group label, column labels)`` in order.
+        rows: one :class:`Row` per run.
+        decimals: decimals shown in Markdown and rich output.
+    """
+
+    title: str
+    groups: tuple[tuple[str, tuple[str, ...]], ...]
+    rows: tuple[Row, ...]
+    decimals: int
+
+    @property
+    def columns(self) -> list[str]:
+        """Flat column names ``"<group> <column>"``."""
+        return [f"{group} {column}" for group, columns in self.groups for column in columns]
+
+    def _cell(self, value: float | None) -> str:
+        return "–" if value is None else f"{value:.{self.decimals}f}"
+
+    def to_markdown(self) -> str:
+        """GitHub Markdown: a caption line, then the table."""
+        header = ["Model", "N", *self.columns]
+        lines = [
+            f"**{self.title}**",
+            "",
+            "| " + " | ".join(header) + " |",
+            "|" + "|".join(["---", "---:"] + ["---:"] * len(self.columns)) + "|",
+        ]
+        for row in self.rows:
+            cells = [row.name, str(row.n), *map(self._cell, row.values)]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
+    def to_csv(self) -> str:
+        """CSV with one header row (``model, n, <group> <column>, …``); values in percent."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["model", "n", *self.columns])
+        for row in self.rows:
+            values = ["" if v is None else f"{v:.6f}" for v in row.values]
+            writer.writerow([row.name, row.n, *values])
+        return buffer.getvalue()
+
+    def to_rich(self) -> Table:
+        """A rich table (group label above each column label)."""
+        table = Table(title=self.title)
+        table.add_column("Model")
+        table.add_column("N", justify="right")
+        for group, columns in self.groups:
+            for column in columns:
+                table.add_column(f"{group}\n{column}", justify="right")
+        for row in self.rows:
+            table.add_row(row.name, str(row.n), *map(self._cell, row.values))
+        return table
+
+
+def _runs(runs: Runs) -> list[tuple[str, Sequence[Record]]]:
+    return list(runs.items()) if isinstance(runs, Mapping) else list(runs)
+
+
+def percent_mean(records: Sequence[Record], key: str) -> float | None:
+    """100 × the mean of ``key`` over the records where it is not ``None`` (``None`` if none).
+
+    >>> percent_mean([{"csr": 1}, {"csr": None}, {"csr": 0}, {}], "csr")
+    50.0
+    """
+    values = [float(r[key]) for r in records if r.get(key) is not None]
+    mean = weighted_mean(values)
+    return None if mean is None else 100.0 * mean
+
+
+def failure_shares(records: Sequence[Record]) -> tuple[float | None, ...]:
+    """Percent of all episodes in each of :data:`FAILURE_CATEGORIES` (``None`` without episodes).
+
+    >>> failure_shares([{"failure_category": "wrong_branch"}, {"failure_category": None}])
+    (0.0, 0.0, 50.0, 0.0, 0.0)
+    """
+    if not records:
+        return (None,) * len(FAILURE_CATEGORIES)
+    n = len(records)
+    return tuple(
+        100.0 * sum(r.get("failure_category") == c for r in records) / n for c in FAILURE_CATEGORIES
+    )
+
+
+def _group_values(
+    records: Sequence[Record], select: Selector, labels: Sequence[str]
+) -> list[float | None]:
+    chosen = [r for r in records if select(r)]
+    return [percent_mean(chosen, COLUMN_KEYS[label]) for label in labels]
+
+
+def _build(
+    title: str,
+    runs: Runs,
+    groups: Sequence[tuple[str, Selector, tuple[str, ...]]],
+    decimals: int,
+    diagnostics: bool,
+) -> ResultTable:
+    rows = []
+    for name, records in _runs(runs):
+        values = [v for _, select, labels in groups for v in _group_values(records, select, labels)]
+        if diagnostics:
+            values += [percent_mean(records, COLUMN_KEYS["WB"]), *failure_shares(records)]
+        rows.append(Row(name, len(records), tuple(values)))
+    header = tuple((label, labels) for label, _, labels in groups)
+    if diagnostics:
+        header += (("diagnostics", ("WB", *FAILURE_CATEGORIES)),)
+    return ResultTable(title, header, tuple(rows), decimals)
+
+
+def _is(key: str, value: Any) -> Selector:
+    return lambda record: record.get(key) == value
+
+
+def table2(
+    runs: Runs, *, diagnostics: bool = True, source_key: str = "source_dataset"
+) -> ResultTable:
+    """Paper Table 2: SR, SPL, BSA, CSR per source dataset, one row per run.
+
+    Args:
+        runs: ``{name: records}`` or ``[(name, records), …]``, in row order.
+        diagnostics: append the wrong-branch rate and failure-category shares (all episodes).
+        source_key: record key of the source dataset.
+
+    Returns:
+        The table; sources are the union over runs, sorted; an ``all`` group follows when
+        there are several.
+    """
+    sources = sorted({str(r.get(source_key)) for _, recs in _runs(runs) for r in recs})
+    labels = ("SR", "SPL", "BSA", "CSR")
+    groups = [(s, (lambda r, s=s: str(r.get(source_key)) == s), labels) for s in sources]
+    if len(sources) > 1:
+        groups.append(("all", lambda r: True, labels))
+    title = "Table 2: main results per source dataset (%)"
+    return _build(title, runs, groups, 1, diagnostics)
+
+
+def table3(runs: Runs, *, diagnostics: bool = False) -> ResultTable:
+    """Paper Table 3: BSA and CSR over the depth (d) and chain-length (ℓ) sweeps.
+
+    Args:
+        runs: ``{name: records}`` or ``[(name, records), …]``, in row order.
+        diagnostics: append the wrong-branch rate and failure-category shares (all episodes).
+
+    Returns:
+        The table: groups ``base d=1,ℓ=1``, ``depth d=2,ℓ=1``, ``depth d=3,ℓ=1``,
+        ``chain d=1,ℓ=2``, ``chain d=1,ℓ=3``, each with BSA and CSR.
+    """
+    groups = [
+        (
+            f"{sweep} d={d},ℓ={ell}",
+            (lambda r, d=d, ell=ell: _is("depth", d)(r) and _is("chain", ell)(r)),
+            ("BSA", "CSR"),
+        )
+        for sweep, d, ell in SCALING_CELLS
+    ]
+    title = "Table 3: scaling with logical depth d and chain length ℓ (%)"
+    return _build(title, runs, groups, 2, diagnostics)

@@ -1,0 +1,396 @@
+"""`condvln evaluate`: scripted agents on a small generated dataset, both prediction formats,
+missing / extra / off-map counting, malformed files, and the Table 2 / Table 3 layouts."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import itertools
+import json
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from condvln.dataset.generate import GenerateConfig, generate_dataset
+from condvln.dataset.vlnce import dump_gz, split_path
+from condvln.errors import ConfigError, FormatError
+from condvln.evaluation.evaluate import evaluate_run, load_split_episodes, render_summary
+from condvln.evaluation.predictions import read_predictions
+from condvln.evaluation.tables import FAILURE_CATEGORIES, table2, table3
+from condvln.nav import GridNavigator
+from condvln.scene.serialize import load_scene
+
+SPLIT = "train"
+Episode = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("evalds") / "ds"
+    generate_dataset(GenerateConfig(scenes=8, per_scene=40, seed=3), out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def episodes(dataset: Path) -> list[Episode]:
+    return load_split_episodes(dataset, SPLIT)
+
+
+def _jsonl_line(episode_id: int, positions: Any, stop: bool = True) -> str:
+    positions = [list(map(float, p)) for p in positions]
+    n = len(positions)
+    actions = [1] * (n - 2) + [0] if stop else [1] * (n - 1)
+    return json.dumps(
+        {
+            "episode_id": episode_id,
+            "positions": positions,
+            "headings": [0.0] * n,
+            "actions": actions if n > 1 else [],
+            "stop": stop,
+            "agent": "scripted",
+        }
+    )
+
+
+def _write_jsonl(path: Path, paths: dict[int, Any], stop: bool = True) -> Path:
+    path.write_text("".join(_jsonl_line(i, p, stop) + "\n" for i, p in paths.items()))
+    return path
+
+
+def _write_leaderboard(path: Path, paths: dict[int, Any]) -> Path:
+    doc = {
+        str(i): [
+            {"position": list(map(float, p)), "heading": 0.0, "stop": k == len(ps) - 1}
+            for k, p in enumerate(ps)
+        ]
+        for i, ps in paths.items()
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+
+
+def _reject_constant(name: str) -> None:
+    raise AssertionError(f"non-finite literal {name} in output")
+
+
+def _assert_finite_outputs(out: Path) -> None:
+    """Every output file exists; no JSON value is NaN / Infinity; every CSV cell is finite."""
+    docs = [
+        json.loads((out / name).read_text(), parse_constant=_reject_constant)
+        for name in ("metrics.json", "manifest.json")
+    ]
+    docs += [
+        json.loads(line, parse_constant=_reject_constant)
+        for line in (out / "episodes.jsonl").read_text().splitlines()
+    ]
+    stack: list[Any] = docs
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, float):
+            assert math.isfinite(value)
+    for name in ("table2.csv", "table3.csv"):
+        rows = list(csv.reader(io.StringIO((out / name).read_text())))
+        assert all(cell == "" or math.isfinite(float(cell)) for row in rows[1:] for cell in row[1:])
+    for name in ("table2.md", "table3.md"):
+        assert "nan" not in (out / name).read_text().split("|", 1)[1]
+
+
+def _perfect(episodes: list[Episode]) -> dict[int, Any]:
+    return {e["episode_id"]: e["reference_path"] for e in episodes}
+
+
+def _wrong_branch_paths(dataset: Path, episodes: list[Episode]) -> dict[int, list[Any]]:
+    """Start → subgoals → the non-gold leaf farthest (geodesic) from the gold goal, when that
+    leaf is more than twice the radius away."""
+    navs: dict[str, GridNavigator] = {}
+    out = {}
+    for ep in episodes:
+        labels = ep["info"]["condvln"]
+        gold, radius = ep["goals"][0]["position"], ep["goals"][0]["radius"]
+        if ep["scene_id"] not in navs:
+            navs[ep["scene_id"]] = GridNavigator(load_scene(dataset / ep["scene_id"]))
+        nav = navs[ep["scene_id"]]
+        leaves = [
+            (nav.distance(b["position"], gold) or 0.0, b["position"])
+            for i, b in enumerate(labels["branch_goals"])
+            if i != labels["leaf_index"]
+        ]
+        far = max(leaves, default=(0.0, None))
+        if far[0] <= 2 * radius:
+            continue
+        points = [ep["start_position"], *(s["position"] for s in labels["subgoals"]), far[1]]
+        path = [points[0]]
+        for a, b in itertools.pairwise(points):
+            path.extend(nav.shortest_path(a, b)[1:])
+        out[ep["episode_id"]] = path
+    return out
+
+
+# --- scripted agents ------------------------------------------------------------------------
+
+
+def test_perfect_agent(dataset: Path, episodes: list[Episode], tmp_path: Path) -> None:
+    preds = _write_jsonl(tmp_path / "perfect.jsonl", _perfect(episodes))
+    result = evaluate_run(dataset, preds, tmp_path / "out", seed=1)
+    assert result["split"] == SPLIT  # chosen from the ids: they equal the train split's
+    records = _records(tmp_path / "out")
+    assert [r["episode_id"] for r in records] == [e["episode_id"] for e in episodes]
+    by_id = {e["episode_id"]: e for e in episodes}
+    for r in records:
+        assert (r["success"], r["oracle_success"], r["bsa"], r["csr"]) == (1, 1, 1.0, 1)
+        assert r["ndtw"] == pytest.approx(1.0)
+        ref_len = r["reference_path_length"]
+        ell = by_id[r["episode_id"]]["info"]["geodesic_distance"]
+        assert r["spl"] == pytest.approx(ell / max(ell, ref_len)) and r["spl"] <= 1.0
+        assert r["failure_category"] is None and r["wrong_branch"] is False
+        assert r["cancelling_turns"] == 0  # actions were logged
+    metrics = result["metrics"]
+    for key in ("success", "oracle_success", "bsa", "csr", "ndtw"):
+        assert metrics["metrics"][key]["mean"] == pytest.approx(1.0)
+    assert metrics["metrics"]["csr"]["n"] == len(episodes)
+    assert metrics["invariants"] == {"ok": True, "violations": []}
+    assert metrics["counts"]["missing"] == metrics["counts"]["extra"] == 0
+    assert metrics["pair_consistency"]["mean"] in (1.0, None)
+    assert set(metrics["breakdowns"]) == {
+        "source_dataset",
+        "category",
+        "depth",
+        "chain",
+        "composition",
+        "observability",
+        "horizon",
+    }
+    _assert_finite_outputs(tmp_path / "out")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["dataset"]["split"] == SPLIT and len(manifest["dataset"]["sha256"]) == 64
+    assert manifest["seed"] == 1 and manifest["predictions"]["sha256"]
+    printed = io.StringIO()
+    Console(file=printed, width=250).print(render_summary(result))
+    assert "perfect on train" in printed.getvalue() and "Table 3" in printed.getvalue()
+
+
+def test_formats_agree_and_output_is_deterministic(
+    dataset: Path, episodes: list[Episode], tmp_path: Path
+) -> None:
+    paths = _perfect(episodes)
+    paths[episodes[0]["episode_id"]] = [episodes[0]["start_position"]] * 3  # one failure
+    jsonl = _write_jsonl(tmp_path / "a.jsonl", paths)
+    board = _write_leaderboard(tmp_path / "b.json", paths)
+    a, b = read_predictions(jsonl), read_predictions(board)
+    assert a.keys() == b.keys()
+    assert all(np.array_equal(a[i].positions, b[i].positions) for i in a)
+    assert all(a[i].stop == b[i].stop for i in a) and b[1].actions is None
+    for name, file in (("a1", jsonl), ("a2", jsonl), ("b", board)):
+        evaluate_run(dataset, file, tmp_path / name, split=SPLIT, run_name="run")
+    drop = {"cancelling_turns"}  # only the JSONL logs actions
+    ra, rb = _records(tmp_path / "a1"), _records(tmp_path / "b")
+    assert [{k: v for k, v in r.items() if k not in drop} for r in ra] == [
+        {k: v for k, v in r.items() if k not in drop} for r in rb
+    ]
+    for name in ("episodes.jsonl", "metrics.json", "table2.md", "table3.csv"):
+        assert (tmp_path / "a1" / name).read_bytes() == (tmp_path / "a2" / name).read_bytes()
+    ma = json.loads((tmp_path / "a1" / "metrics.json").read_text())
+    mb = json.loads((tmp_path / "b" / "metrics.json").read_text())
+    del ma["metrics"]["cancelling_turns"], mb["metrics"]["cancelling_turns"]
+    assert ma == mb
+
+
+def test_wrong_branch_agent(dataset: Path, episodes: list[Episode], tmp_path: Path) -> None:
+    paths = _wrong_branch_paths(dataset, episodes)
+    assert len(paths) >= 5
+    preds = _write_jsonl(tmp_path / "wrong.jsonl", paths)
+    result = evaluate_run(dataset, preds, tmp_path / "out", split=SPLIT)
+    records = [r for r in _records(tmp_path / "out") if r["episode_id"] in paths]
+    assert len(records) == len(paths)
+    for r in records:
+        assert r["success"] == 0 and r["csr"] in (0, None)
+        assert r["wrong_branch"] is True and r["failure_category"] == "wrong_branch"
+    assert any(r["csr"] == 0 for r in records)
+    assert result["metrics"]["counts"]["missing"] == len(episodes) - len(paths)
+    row = table2({"wrong": records}).rows[0]
+    columns = table2({"wrong": records}).columns
+    assert row.values[columns.index("procedural CSR")] == 0.0
+    assert row.values[columns.index("diagnostics WB")] == 100.0
+    assert row.values[columns.index("diagnostics wrong_branch")] == 100.0
+
+
+def test_agent_that_never_moves(dataset: Path, episodes: list[Episode], tmp_path: Path) -> None:
+    paths = {e["episode_id"]: [e["start_position"]] * 4 for e in episodes}
+    result = evaluate_run(
+        dataset, _write_leaderboard(tmp_path / "still.json", paths), tmp_path / "o"
+    )
+    assert result["metrics"]["metrics"]["success"]["mean"] == 0.0
+    assert result["metrics"]["metrics"]["path_length"]["mean"] == 0.0
+    assert all(r["success"] == 0 and r["failure_category"] for r in result["records"])
+    assert result["metrics"]["invariants"]["ok"]
+    _assert_finite_outputs(tmp_path / "o")
+
+
+def test_missing_extra_and_off_map(dataset: Path, episodes: list[Episode], tmp_path: Path) -> None:
+    paths = _perfect(episodes)
+    missing = [e["episode_id"] for e in episodes[:3]]
+    for i in missing:
+        del paths[i]
+    paths[10_000] = paths[10_001] = [[0.0, 0.0, 0.0]]
+    through, stop_off = episodes[3], episodes[4]
+    ref = through["reference_path"]
+    paths[through["episode_id"]] = [*ref[:1], [1e4, 0.0, 0.0], *ref[1:]]
+    paths[stop_off["episode_id"]] = [*stop_off["reference_path"], [1e4, 0.0, 0.0]]
+    preds = _write_jsonl(tmp_path / "p.jsonl", paths)
+    result = evaluate_run(dataset, preds, tmp_path / "out", split=SPLIT)
+    counts = result["metrics"]["counts"]
+    assert (counts["missing"], counts["extra"], counts["extra_ids"]) == (3, 2, [10_000, 10_001])
+    assert (counts["off_map_positions"], counts["off_map_episodes"]) == (2, 2)
+    assert counts["scored"] == len(episodes) - 3
+    by_id = {r["episode_id"]: r for r in _records(tmp_path / "out")}
+    assert len(by_id) == len(episodes) and 10_000 not in by_id
+    assert all(by_id[i]["failure_category"] == "invalid" for i in missing)
+    passed = by_id[through["episode_id"]]
+    assert passed["success"] == 1 and passed["off_map_positions"] == 1  # the stop is on the map
+    stopped = by_id[stop_off["episode_id"]]
+    radius = stop_off["goals"][0]["radius"]
+    assert stopped["success"] == 0 and stopped["distance_to_goal"] > radius
+    assert stopped["oracle_success"] == 1  # it passed through the goal before leaving the map
+    _assert_finite_outputs(tmp_path / "out")
+    assert "3 missing" in str(render_summary(result).renderables[0])
+
+
+def test_test_split_uses_answers(dataset: Path, tmp_path: Path) -> None:
+    episodes = load_split_episodes(dataset, "test")
+    preds = _write_jsonl(tmp_path / "t.jsonl", _perfect(episodes))
+    result = evaluate_run(dataset, preds, tmp_path / "out", split="test")
+    assert result["metrics"]["metrics"]["csr"]["mean"] == 1.0
+    assert "answers_sha256" in result["manifest"]["dataset"]
+
+
+def test_split_must_be_clear(dataset: Path, tmp_path: Path) -> None:
+    preds = _write_jsonl(tmp_path / "one.jsonl", {1: [[0.0, 0.0, 0.0]]})
+    with pytest.raises(ConfigError, match="--split"):
+        evaluate_run(dataset, preds, tmp_path / "out")
+    with pytest.raises(ConfigError, match="not found"):
+        evaluate_run(dataset, preds, tmp_path / "out", split="nope")
+
+
+def test_malformed_dataset_episode(dataset: Path, episodes: list[Episode], tmp_path: Path) -> None:
+    broken = tmp_path / "ds"
+    shutil.copytree(dataset, broken)
+    doc = json.loads(gzip.decompress(split_path(broken, SPLIT).read_bytes()))
+    del doc["episodes"][0]["goals"]
+    dump_gz(split_path(broken, SPLIT), doc)
+    preds = _write_jsonl(tmp_path / "p.jsonl", _perfect(episodes))
+    with pytest.raises(FormatError, match="episode 1: missing or malformed episode field"):
+        evaluate_run(broken, preds, tmp_path / "out", split=SPLIT)
+
+
+# --- malformed predictions ------------------------------------------------------------------
+
+GOOD = _jsonl_line(1, [[0, 0, 0], [0, 0, 0.25]])
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("p.jsonl", GOOD + "\n{not json\n", "line 2: not valid JSON"),
+        ("p.jsonl", '{"episode_id": 1, "positions": [[0, 0, 0]], "headings": [0]}', "field 'stop'"),
+        ("p.jsonl", GOOD.replace("0.25", "NaN"), "field 'positions': must be finite"),
+        ("p.jsonl", GOOD.replace('"actions": [0]', '"actions": [0, 1]'), "field 'actions'"),
+        ("p.jsonl", GOOD.replace('"actions": [0]', '"actions": [7]'), "field 'actions'"),
+        ("p.jsonl", GOOD + "\n" + GOOD, "line 2: field 'episode_id': duplicate"),
+        ("p.jsonl", GOOD.replace('"episode_id": 1', '"episode_id": "x"'), "field 'episode_id'"),
+        (
+            "p.jsonl",
+            GOOD.replace('"positions": [[0.0, 0.0, 0.0], ', '"positions": [[0.0, 0.0], '),
+            "field 'positions'",
+        ),
+        ("p.json", '{"1": []}', "episode 1: must be a non-empty list"),
+        (
+            "p.json",
+            '{"a": [{"position": [0, 0, 0], "heading": 0, "stop": true}]}',
+            "field 'episode_id'",
+        ),
+        ("p.json", '{"1": [{"position": [0, 0, 0], "heading": 0}]}', "pose 0: field 'stop'"),
+        ("p.json", "[1, 2]", "must be an object"),
+        ("p.json", "", "file is empty"),
+    ],
+)
+def test_malformed_predictions(tmp_path: Path, name: str, text: str, expected: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(FormatError) as info:
+        read_predictions(path)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(str(path)) and expected in message
+
+
+def test_format_detected_by_content(tmp_path: Path) -> None:
+    board = '{"4": [{"position": [0, 0, 0], "heading": 0, "stop": true}]}'
+    (tmp_path / "board.txt").write_text(board)
+    (tmp_path / "lines.txt").write_text(GOOD + "\n")
+    assert read_predictions(tmp_path / "board.txt")[4].stop
+    assert read_predictions(tmp_path / "lines.txt")[1].actions.tolist() == [0]
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+
+def _record(source: str, depth: int, chain: int, success: int, category: str | None) -> dict:
+    return {
+        "source_dataset": source,
+        "depth": depth,
+        "chain": chain,
+        "success": success,
+        "spl": 0.5 * success,
+        "bsa": float(success),
+        "csr": success,
+        "wrong_branch": category == "wrong_branch",
+        "failure_category": category,
+    }
+
+
+def test_tables_with_two_runs() -> None:
+    good = [_record("gibson", 1, 1, 1, None), _record("mp3d", 2, 1, 1, None)]
+    bad = [_record("gibson", 1, 1, 0, "wrong_branch"), _record("gibson", 1, 2, 0, "navigation")]
+    runs = {"oracle": good, "blind": bad}
+    t2 = table2(runs)
+    assert [g for g, _ in t2.groups] == ["gibson", "mp3d", "all", "diagnostics"]
+    assert t2.groups[0][1] == ("SR", "SPL", "BSA", "CSR")
+    assert t2.groups[-1][1] == ("WB", *FAILURE_CATEGORIES)
+    oracle, blind = (dict(zip(t2.columns, row.values, strict=True)) for row in t2.rows)
+    assert [r.name for r in t2.rows] == ["oracle", "blind"] and t2.rows[1].n == 2
+    assert oracle["gibson SR"] == 100.0 and oracle["mp3d SPL"] == 50.0
+    assert blind["mp3d SR"] is None and blind["all CSR"] == 0.0
+    assert blind["diagnostics WB"] == 50.0 and blind["diagnostics navigation"] == 50.0
+    md = t2.to_markdown().splitlines()
+    assert md[2].startswith("| Model | N | gibson SR") and md[4].startswith("| oracle | 2 | 100.0")
+    assert md[5].count("–") == 4  # blind has no mp3d episode
+    rows = list(csv.reader(io.StringIO(t2.to_csv())))
+    assert rows[0][:3] == ["model", "n", "gibson SR"] and len(rows) == 3
+    assert rows[2][rows[0].index("mp3d SR")] == ""
+
+    t3 = table3([("oracle", good), ("blind", bad)])
+    assert [g for g, _ in t3.groups] == [
+        "base d=1,ℓ=1",
+        "depth d=2,ℓ=1",
+        "depth d=3,ℓ=1",
+        "chain d=1,ℓ=2",
+        "chain d=1,ℓ=3",
+    ]
+    assert all(cols == ("BSA", "CSR") for _, cols in t3.groups)
+    oracle3, blind3 = (dict(zip(t3.columns, row.values, strict=True)) for row in t3.rows)
+    assert oracle3["base d=1,ℓ=1 CSR"] == 100.0 and oracle3["depth d=2,ℓ=1 BSA"] == 100.0
+    assert blind3["chain d=1,ℓ=2 CSR"] == 0.0 and blind3["depth d=3,ℓ=1 BSA"] is None
+    assert "100.00" in t3.to_markdown() and t3.to_rich().row_count == 2
