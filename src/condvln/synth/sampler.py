@@ -272,6 +272,15 @@ def _reference_room(
     return pool[int(rng.integers(len(pool)))]
 
 
+def _mentioned(ctx: SceneContext, object_ids: list[str]) -> set[str]:
+    """Object ids and the categories their descriptions name (category and anchor)."""
+    names: set[str] = set(object_ids)
+    for oid in object_ids:
+        ref = ctx.targets[oid][0]
+        names.update(n for n in (ref.category, ref.anchor) if n is not None)
+    return names
+
+
 def _conditions(
     ctx: SceneContext,
     skeleton: Skeleton,
@@ -279,9 +288,12 @@ def _conditions(
     composition: str,
     room: str,
     rng: np.random.Generator,
+    avoid: set[str],
 ) -> list[Condition]:
+    """Conditions routing to leaf ``gold``; none names what the targets' descriptions name
+    (so "the plant near the coffee table" never meets "if there is no coffee table …")."""
     required = dict(zip(skeleton.on_path(gold), skeleton.decisions(gold), strict=True))
-    used: set[str] = set()
+    used = set(avoid)
     make = _relation if composition == "relation" else _presence
     return [
         make(ctx, room, required.get(i, bool(rng.integers(2))), used, rng)
@@ -369,11 +381,12 @@ def sample_instance(
     room = _reference_room(ctx, bucket.composition, gold_room, rng)
     if bucket.composition == "cross_room" and room == gold_room:
         raise Rejected("cross_room_same_room")
-    conditions = _conditions(ctx, skeleton, gold, bucket.composition, room, rng)
     waypoints = [o for o in ctx.targets if o not in leaves]
     prefix_ids = [waypoints[i] for i in rng.permutation(len(waypoints))[: bucket.horizon]]
     if len(prefix_ids) < bucket.horizon:
         raise Rejected("not_enough_waypoints")
+    avoid = _mentioned(ctx, [*leaves, *prefix_ids])
+    conditions = _conditions(ctx, skeleton, gold, bucket.composition, room, rng, avoid)
     program = skeleton.build(
         conditions,
         [ctx.targets[o][0] for o in leaves],
@@ -476,7 +489,9 @@ def counterfactual(
     slot = skeleton.on_path(instance.gold_leaf)[0]
     conditions = instance.program.conditions()
     value = instance.resolution.branch_path[0]
+    targets = [*instance.resolution.targets[: bucket.horizon], *instance.resolution.branch_goals]
     used = _used_by(ctx, [c for i, c in enumerate(conditions) if i != slot])
+    used |= _mentioned(ctx, targets)
     make = _relation if bucket.composition == "relation" else _presence
     conditions[slot] = make(ctx, instance.reference_room, not value, used, rng)
     prefix = [step.target for step in instance.program.steps[: bucket.horizon]]  # type: ignore[union-attr]
