@@ -10,7 +10,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -373,6 +373,97 @@ def evaluate_command(
     result = evaluate_run(dataset, predictions, out, split=split, seed=seed, run_name=name)
     console.print(render_summary(result))
     console.print(f"wrote {out}")
+
+
+@app.command("run")
+def run_command(
+    agent: Annotated[str, typer.Option(help="Agent name (see `condvln agents`) or module:Class.")],
+    dataset: Annotated[Path, typer.Option(help="Dataset folder written by `condvln generate`.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumed if present).")],
+    split: Annotated[str, typer.Option(help="Split to run.")] = "val_unseen",
+    limit: Annotated[int | None, typer.Option(help="Run only the first N episodes.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of agents and perception noise.")] = 0,
+    panoramic: Annotated[bool, typer.Option(help="360° detections instead of a 90° view.")] = False,
+    miss_rate: Annotated[float, typer.Option(help="Perception noise: missed detections.")] = 0.0,
+    confusion_rate: Annotated[float, typer.Option(help="Perception noise: label swaps.")] = 0.0,
+    false_detection_rate: Annotated[
+        float, typer.Option(help="Perception noise: spurious detections per step.")
+    ] = 0.0,
+    map_access: Annotated[bool, typer.Option(help="Give the agent the navigable map.")] = True,
+    workers: WorkersOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Run an agent in the built-in simulator; writes trajectories and VLN-CE predictions."""
+    from condvln.agents.run import run_agent
+    from condvln.synth.pipeline import default_workers
+
+    protocol = {
+        "panoramic": panoramic,
+        "miss_rate": miss_rate,
+        "confusion_rate": confusion_rate,
+        "false_detection_rate": false_detection_rate,
+        "map_access": map_access,
+    }
+    with _MultiProgress(quiet) as bars:
+        summary = run_agent(
+            agent,
+            dataset,
+            split,
+            out,
+            protocol=protocol,
+            seed=seed,
+            workers=workers or default_workers(),
+            limit=limit,
+            progress=_done_total(bars, f"{agent} on {split}"),
+        )
+    console.print(
+        f"wrote {out}: {summary.ran} episodes run, {summary.skipped} resumed, "
+        f"{summary.stopped} stopped, {summary.steps} steps in {summary.seconds:.1f} s"
+    )
+
+
+def _done_total(bars: _MultiProgress, label: str) -> Callable[[int, int], None]:
+    """A ``progress(done, total)`` callback drawing one bar."""
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        if "task" not in state:
+            state["task"] = bars.progress.add_task(label, total=total)
+        bars.progress.update(state["task"], completed=done)
+
+    return update
+
+
+@app.command("agents")
+def agents_command() -> None:
+    """List the registered agents."""
+    from condvln.agents.base import AGENTS
+
+    for name in AGENTS.names():
+        console.print(name)
+
+
+@app.command("benchmark")
+def benchmark_command(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")] = Path(
+        "results/benchmark"
+    ),
+    full: Annotated[bool, typer.Option(help="Paper-scale dataset (≥ 11,500 episodes).")] = False,
+    split: Annotated[str, typer.Option(help="Split the agents are scored on.")] = "val_unseen",
+    workers: WorkersOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
+    from condvln.benchmark import run_benchmark
+    from condvln.synth.pipeline import default_workers
+
+    with _MultiProgress(quiet) as bars:
+        outcome = run_benchmark(
+            out, full=full, split=split, workers=workers or default_workers(), progress=bars.add
+        )
+    console.print(outcome["tables"]["table2"].to_rich())
+    console.print(outcome["tables"]["table3"].to_rich())
+    console.print(f"wrote {out} (table2.md, table3.md, results.json, runs/, eval/)")
 
 
 def main() -> None:

@@ -270,7 +270,25 @@ def _score_one(
         score = invalid_episode(n_sub) | {"off_map_positions": 0}
     else:
         score = score_prediction(episode, trajectory, geodesic, options)
-    return _metadata(episode, split) | score
+    return _metadata(episode, split) | score | _branch_choice(episode, score)
+
+
+def _branch_choice(episode: Mapping[str, Any], score: Record) -> Record:
+    """Which branch the agent chose, next to the gold one and the chance level.
+
+    ``branch_correct``: the agent ended nearest the gold leaf goal (``None`` when it never
+    moved towards any: invalid episodes); ``reached_branch_goal``: it stopped within the radius
+    of *some* branch goal — plausible navigation, whether or not the branch was right.
+    """
+    labels = episode["info"]["condvln"]
+    gold, committed = labels["leaf_index"], score.get("branch_commitment")
+    return {
+        "gold_branch": gold,
+        "n_branches": labels["n_branches"],
+        "branch_chance": 1.0 / labels["n_branches"],
+        "branch_correct": None if committed is None else committed == gold,
+        "reached_branch_goal": bool(score.get("success")) or bool(score.get("wrong_branch")),
+    }
 
 
 def _group_name(values: tuple[Any, ...]) -> str:

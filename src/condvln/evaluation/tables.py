@@ -2,7 +2,9 @@
 
 * :func:`table2` — paper Table 2: one row per run, a column group per source dataset with SR,
   SPL, BSA, CSR (plus an "all" group when there are several sources) and a diagnostics group:
-  wrong-branch rate (WB) and the share of all episodes in each failure category;
+  branch accuracy (BA, ended nearest the gold leaf goal) and its chance level, success at any
+  branch goal (SR-any), the wrong-branch rate (WB) and the share of all episodes in each failure
+  category;
 * :func:`table3` — paper Table 3: BSA and CSR at the base case d=1, ℓ=1, the logical-depth sweep
   (d=2 and d=3 at ℓ=1) and the chain-length sweep (ℓ=2 and ℓ=3 at d=1).
 
@@ -46,8 +48,15 @@ COLUMN_KEYS = {
     "BSA": "bsa",
     "CSR": "csr",
     "WB": "wrong_branch",
+    "BA": "branch_correct",
+    "chance": "branch_chance",
+    "SR-any": "reached_branch_goal",
 }
 """Column label → per-episode record key."""
+
+DIAGNOSTIC_COLUMNS = ("BA", "chance", "SR-any", "WB")
+"""Branch accuracy (ended nearest the gold leaf goal), its chance level, success at any branch
+goal (plausible navigation) and the wrong-branch rate."""
 
 FAILURE_CATEGORIES: tuple[str, ...] = get_args(FailureCategory)
 """Failure categories, in :func:`~.diagnostics.failure_category` rule order."""
@@ -179,11 +188,12 @@ def _build(
     for name, records in _runs(runs):
         values = [v for _, select, labels in groups for v in _group_values(records, select, labels)]
         if diagnostics:
-            values += [percent_mean(records, COLUMN_KEYS["WB"]), *failure_shares(records)]
+            values += [percent_mean(records, COLUMN_KEYS[c]) for c in DIAGNOSTIC_COLUMNS]
+            values += failure_shares(records)
         rows.append(Row(name, len(records), tuple(values)))
     header = tuple((label, labels) for label, _, labels in groups)
     if diagnostics:
-        header += (("diagnostics", ("WB", *FAILURE_CATEGORIES)),)
+        header += (("diagnostics", (*DIAGNOSTIC_COLUMNS, *FAILURE_CATEGORIES)),)
     return ResultTable(title, header, tuple(rows), decimals)
 
 

@@ -1,0 +1,160 @@
+"""``condvln benchmark``: generate (or reuse) a dataset, run every baseline, evaluate, tabulate.
+
+The default is sized to finish in minutes on a 2-core laptop; ``full=True`` uses the paper-scale
+dataset of ``condvln generate``. Every piece is the same code the individual commands run, so a
+benchmark folder can be re-scored or extended with ``condvln run`` / ``condvln evaluate``.
+
+Results folder::
+
+    dataset/                 the generated dataset (reused when its configuration matches)
+    runs/<run>/              trajectories.jsonl, predictions.json, manifest.json per run
+    eval/<run>/              episodes.jsonl, metrics.json, tables, manifest.json per run
+    table2.md|csv            paper Table 2 layout, one row per run
+    table3.md|csv            paper Table 3 layout (depth and chain sweeps)
+    results.json             the main numbers of every run
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from condvln import __version__
+from condvln.dataset.generate import GenerateConfig, generate_dataset
+from condvln.errors import ConfigError
+from condvln.io import atomic_write_bytes, read_json
+
+Progress = Callable[[str, int], Callable[[], None]]
+
+SMALL = GenerateConfig(scenes=80, per_scene=50, unseen_share=0.5)
+"""Default benchmark dataset: small enough for a laptop, half the scenes unseen."""
+
+NOISE = {"miss_rate": 0.3, "confusion_rate": 0.1, "false_detection_rate": 0.05}
+"""Perception noise of the ``neurosymbolic+noise`` run."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One row of the benchmark: a name, an agent and its observation protocol overrides."""
+
+    name: str
+    agent: str
+    protocol: dict[str, Any] = field(default_factory=dict)
+
+
+RUNS = (
+    RunSpec("random", "random"),
+    RunSpec("goal_only", "goal_only"),
+    RunSpec("condition_blind", "condition_blind"),
+    RunSpec("neurosymbolic", "neurosymbolic"),
+    RunSpec("neurosymbolic+noise", "neurosymbolic", NOISE),
+    RunSpec("oracle_linear", "oracle_linear"),
+)
+"""The baselines, from the weakest reference to the paper's oracle."""
+
+
+def _dataset(out: Path, config: GenerateConfig, workers: int, progress: Progress | None) -> Path:
+    """The benchmark dataset: reused when ``stats.json`` carries the same config hash."""
+    folder = out / "dataset"
+    stats_file = folder / "stats.json"
+    if stats_file.is_file():
+        stats = read_json(stats_file)
+        if stats.get("config_hash") == config.config_hash():
+            return folder
+        raise ConfigError(
+            f"{folder} holds a dataset with another configuration; remove it or pick another --out"
+        )
+    generate_dataset(config, folder, workers=workers, progress=progress)
+    return folder
+
+
+def _episode_progress(progress: Progress | None, label: str) -> Callable[[int, int], None] | None:
+    """Adapt a bar factory to the runner's ``progress(done, total)`` callback."""
+    if progress is None:
+        return None
+    state: dict[str, Any] = {"done": 0}
+
+    def update(done: int, total: int) -> None:
+        if "advance" not in state:
+            state["advance"] = progress(label, total)
+        while state["done"] < done:
+            state["advance"]()
+            state["done"] += 1
+
+    return update
+
+
+def run_benchmark(
+    out: str | Path,
+    *,
+    full: bool = False,
+    split: str = "val_unseen",
+    workers: int = 1,
+    runs: tuple[RunSpec, ...] = RUNS,
+    config: GenerateConfig | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run the whole experiment into ``out`` and return the per-run records and tables.
+
+    Args:
+        out: Results folder (created; an interrupted benchmark resumes where it stopped).
+        full: Use the paper-scale dataset instead of the small default.
+        split: Split the agents are run and scored on.
+        workers: Worker processes for generation and for the agent runs.
+        runs: The rows of the benchmark.
+        config: Dataset configuration (overrides ``full``; for custom or test runs).
+        progress: ``progress(label, total)`` returning an ``advance()`` callback.
+    """
+    from condvln.agents.run import run_agent
+    from condvln.evaluation.evaluate import evaluate_run
+    from condvln.evaluation.tables import table2, table3
+
+    out = Path(out)
+    config = config or (GenerateConfig() if full else SMALL)
+    dataset = _dataset(out, config, workers, progress)
+    records: dict[str, list[dict[str, Any]]] = {}
+    summaries: dict[str, Any] = {}
+    for spec in runs:
+        run_dir = out / "runs" / spec.name
+        summary = run_agent(
+            spec.agent,
+            dataset,
+            split,
+            run_dir,
+            protocol=spec.protocol,
+            workers=workers,
+            progress=_episode_progress(progress, f"run {spec.name}"),
+        )
+        result = evaluate_run(
+            dataset,
+            run_dir / "trajectories.jsonl",
+            out / "eval" / spec.name,
+            split=split,
+            run_name=spec.name,
+        )
+        records[spec.name] = result["records"]
+        summaries[spec.name] = {
+            "agent": spec.agent,
+            "protocol": spec.protocol,
+            "episodes": summary.episodes,
+            "seconds": round(summary.seconds, 2),
+            "metrics": {k: v.get("mean") for k, v in result["metrics"]["metrics"].items()},
+            "failure_categories": result["metrics"].get("failure_categories"),
+        }
+    tables = {"table2": table2(list(records.items())), "table3": table3(list(records.items()))}
+    for name, table in tables.items():
+        atomic_write_bytes(out / f"{name}.md", table.to_markdown().encode())
+        atomic_write_bytes(out / f"{name}.csv", table.to_csv().encode())
+    results = {
+        "condvln_version": __version__,
+        "dataset": str(dataset),
+        "dataset_config_hash": config.config_hash(),
+        "split": split,
+        "runs": summaries,
+    }
+    atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    return {"results": results, "tables": tables, "records": records}

@@ -1,0 +1,148 @@
+"""Agents: interface, loading, the baselines' behaviour on a small generated dataset."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from condvln.agents import AGENTS, EpisodeView, load_agent, run_agent
+from condvln.agents.baselines import (
+    RANDOM_ACTION_PROBS,
+    NeurosymbolicAgent,
+    OracleLinearAgent,
+    RandomAgent,
+)
+from condvln.agents.run import _simulator, episode_specs, read_trajectories, run_episode
+from condvln.agents.skills import Remembered, predicate_truth
+from condvln.dataset.vlnce import load_split
+from condvln.errors import ConfigError
+from condvln.graph import RelationConfig, build_scene_graph
+from condvln.graph.relations import DIRECTIONAL_PREDICATES, SEMANTIC_PREDICATES
+from condvln.scene.sources.procedural import generate_house
+from condvln.sim import Observation, ObservationProtocol, parse_protocol
+
+BASELINES = ("random", "condition_blind", "goal_only", "oracle_linear", "neurosymbolic")
+
+
+def test_agents_load_by_name_and_module_path() -> None:
+    assert set(BASELINES) == set(AGENTS.names())
+    assert isinstance(load_agent("condvln.agents.baselines:RandomAgent"), RandomAgent)
+    assert load_agent("oracle_linear").instruction_source == "oracle"
+    with pytest.raises(ConfigError, match="did you mean 'neurosymbolic'"):
+        load_agent("neurosymbolc")
+    with pytest.raises(ConfigError, match="cannot load agent"):
+        load_agent("condvln.agents.baselines:NoSuchAgent")
+
+
+def test_episode_view_carries_no_labels() -> None:
+    names = {f.name for f in dataclasses.fields(EpisodeView)}
+    assert names == {
+        "episode_id",
+        "scene_id",
+        "instruction",
+        "step_budget",
+        "protocol",
+        "map",
+        "seed",
+    }
+
+
+def test_random_agent_follows_the_vlnce_distribution() -> None:
+    protocol = ObservationProtocol()
+    view = EpisodeView(1, "s", "go", 10_000, protocol, None, seed=4)
+    agent = RandomAgent()
+    agent.reset(view)
+    obs = Observation("go", 0, None, None, None, ())
+    actions = [agent.act(obs) for _ in range(20_000)]
+    freq = np.bincount(actions, minlength=4) / len(actions)
+    assert freq == pytest.approx(RANDOM_ACTION_PROBS, abs=0.01)
+    agent.reset(view)
+    assert [agent.act(obs) for _ in range(50)] == actions[:50]
+    last = Observation("go", 9_999, None, None, None, ())
+    assert agent.act(last) == 0
+
+
+def test_skill_agents_need_pose_and_map() -> None:
+    view = EpisodeView(1, "s", "Go to the bed.", 10, ObservationProtocol(map_access=False), None, 0)
+    with pytest.raises(ConfigError, match="needs pose and map_access"):
+        OracleLinearAgent().reset(view)
+
+
+def test_remembered_predicates_match_the_scene_graph() -> None:
+    scene = generate_house(3)
+    graph = build_scene_graph(scene)
+    room = max(scene.rooms, key=lambda r: len(r.objects))
+    objects = room.objects[:8]
+    memo = [Remembered(o.category, o.center, o.box.size if o.box else None, 0) for o in objects]
+    config = RelationConfig()
+    for predicate in (*SEMANTIC_PREDICATES, *DIRECTIONAL_PREDICATES[:12]):
+        for i, a in enumerate(objects):
+            for j, b in enumerate(objects):
+                if i != j:
+                    expected = graph.truth(a.id, predicate, b.id)
+                    assert predicate_truth(memo[i], predicate, memo[j], config) is expected
+
+
+@pytest.fixture(scope="session")
+def runs(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
+    """Trajectory records of every baseline on the train split (noise-free)."""
+    out = {}
+    for name in BASELINES:
+        folder = tmp_path_factory.mktemp(name)
+        run_agent(name, dataset, "train", folder)
+        out[name] = read_trajectories(folder / "trajectories.jsonl")
+    return out
+
+
+def _rates(records: list[dict], scorer: Any) -> dict[str, float]:
+    scores = [scorer.score(r) for r in records]
+    return {
+        "sr": float(np.mean([s.success for s in scores])),
+        "gold": float(np.mean([s.at_gold for s in scores])),
+        "other": float(np.mean([s.at_other for s in scores])),
+    }
+
+
+def test_oracle_linear_reaches_every_goal_it_can_see(runs: dict, train_scorer: Any) -> None:
+    scores = [train_scorer.score(r) for r in runs["oracle_linear"]]
+    seeable = [s for s in scores if s.seeable]
+    assert seeable
+    assert all(s.success and s.csr == 1 and s.bsa == 1.0 for s in seeable)
+    assert np.mean([s.success for s in scores]) >= 0.6
+    assert not any(s.at_other for s in scores)
+
+
+def test_baselines_are_ordered(runs: dict, train_scorer: Any) -> None:
+    rates = {name: _rates(records, train_scorer) for name, records in runs.items()}
+    assert rates["random"]["sr"] <= 0.1
+    assert (
+        rates["oracle_linear"]["sr"]
+        >= rates["neurosymbolic"]["sr"]
+        > rates["condition_blind"]["sr"]
+    )
+    assert rates["condition_blind"]["other"] > rates["neurosymbolic"]["other"]
+    assert rates["goal_only"]["other"] > rates["neurosymbolic"]["other"]
+
+
+def _decision_accuracy(dataset: Path, protocol: dict) -> float:
+    labels = {
+        e["episode_id"]: e["info"]["condvln"] for e in load_split(dataset, "train")["episodes"]
+    }
+    proto = parse_protocol(protocol)
+    right = []
+    for spec in episode_specs(dataset, "train", "original"):
+        agent = NeurosymbolicAgent()
+        run_episode(_simulator(dataset, spec.scene_id, proto), agent, spec, 0, "neurosymbolic")
+        right.append(agent.decisions == labels[spec.episode_id]["branch_path"])
+    return float(np.mean(right))
+
+
+def test_noise_lowers_neurosymbolic_branch_accuracy(dataset: Path) -> None:
+    clean = _decision_accuracy(dataset, {})
+    noisy = _decision_accuracy(dataset, {"miss_rate": 0.5, "confusion_rate": 0.3})
+    assert clean >= 0.6
+    assert noisy < clean

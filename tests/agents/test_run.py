@@ -1,0 +1,103 @@
+"""``run_agent``: run folder layout, determinism across workers, resume, harness inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from condvln import __version__
+from condvln.agents import run_agent
+from condvln.agents.run import episode_specs, read_trajectories
+from condvln.dataset.vlnce import load_split, split_path
+from condvln.errors import ConfigError
+from condvln.io import read_json
+
+
+def test_run_folder_layout(dataset: Path, tmp_path: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    summary = run_agent(
+        "oracle_linear",
+        dataset,
+        "train",
+        tmp_path,
+        limit=6,
+        progress=lambda d, t: seen.append((d, t)),
+    )
+    assert summary.ran == summary.episodes == 6 and summary.skipped == 0
+    assert seen[-1] == (6, 6) and len(seen) == 6
+    records = read_trajectories(tmp_path / "trajectories.jsonl")
+    assert [r["episode_id"] for r in records] == sorted(r["episode_id"] for r in records)
+    predictions = orjson.loads((tmp_path / "predictions.json").read_bytes())
+    assert set(predictions) == {str(r["episode_id"]) for r in records}
+    for rec in records:
+        assert set(rec) == {
+            "episode_id",
+            "positions",
+            "headings",
+            "actions",
+            "stop",
+            "steps",
+            "agent",
+        }
+        assert len(rec["positions"]) == len(rec["actions"]) + 1 == len(rec["headings"])
+        assert rec["steps"] == len(rec["actions"]) and rec["agent"] == "oracle_linear"
+        steps = predictions[str(rec["episode_id"])]
+        assert [s["position"] for s in steps] == rec["positions"]
+        assert [s["stop"] for s in steps] == [False] * (len(steps) - 1) + [rec["stop"]]
+    manifest = read_json(tmp_path / "manifest.json")
+    assert manifest["agent"] == "oracle_linear" and manifest["instruction_source"] == "oracle"
+    assert manifest["protocol"]["fov_deg"] == 90.0 and manifest["condvln_version"] == __version__
+    assert manifest["split"] == "train" and manifest["seed"] == 0 and manifest["dataset_hash"]
+
+
+def test_results_do_not_depend_on_workers(dataset: Path, tmp_path: Path) -> None:
+    protocol = {"miss_rate": 0.2, "false_detection_rate": 0.2}
+    for workers in (1, 2):
+        run_agent(
+            "neurosymbolic",
+            dataset,
+            "train",
+            tmp_path / str(workers),
+            limit=10,
+            workers=workers,
+            protocol=protocol,
+        )
+    for name in ("trajectories.jsonl", "predictions.json"):
+        assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes()
+
+
+def test_resume_skips_finished_episodes_and_repairs_a_torn_line(
+    dataset: Path, tmp_path: Path
+) -> None:
+    run_agent("random", dataset, "train", tmp_path, limit=4)
+    with (tmp_path / "trajectories.jsonl").open("ab") as fh:
+        fh.write(b'{"episode_id": 99, "positions": [[0.0')
+    summary = run_agent("random", dataset, "train", tmp_path, limit=8)
+    assert (summary.skipped, summary.ran) == (4, 4)
+    assert len(read_trajectories(tmp_path / "trajectories.jsonl")) == 8
+    fresh = tmp_path / "fresh"
+    run_agent("random", dataset, "train", fresh, limit=8)
+    assert (fresh / "predictions.json").read_bytes() == (tmp_path / "predictions.json").read_bytes()
+    again = run_agent("random", dataset, "train", tmp_path, limit=8, resume=False)
+    assert again.skipped == 0 and again.ran == 8
+
+
+def test_resume_refuses_other_settings(dataset: Path, tmp_path: Path) -> None:
+    run_agent("random", dataset, "train", tmp_path, limit=2)
+    with pytest.raises(ConfigError, match="'protocol' differs"):
+        run_agent("random", dataset, "train", tmp_path, limit=2, protocol={"panoramic": True})
+    with pytest.raises(ConfigError, match="unknown agent"):
+        run_agent("randm", dataset, "train", tmp_path)
+
+
+def test_test_split_budgets_and_oracle_texts_come_from_the_answers(dataset: Path) -> None:
+    answers = read_json(split_path(dataset, "test", "_answers"))
+    specs = episode_specs(dataset, "test", "original")
+    oracle = episode_specs(dataset, "test", "oracle")
+    assert specs and "info" not in load_split(dataset, "test")["episodes"][0]
+    for spec, linear in zip(specs, oracle, strict=True):
+        labels = answers[str(spec.episode_id)]["info"]["condvln"]
+        assert spec.step_budget == linear.step_budget == labels["step_budget"]
+        assert linear.instruction == labels["oracle_instruction"] != spec.instruction
