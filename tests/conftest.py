@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,23 @@ from condvln.scene.model import Door, Room, Scene, SceneObject
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 FIXTURES = SHARED / "fixtures"
+
+
+def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}  # rich wraps at the terminal width
+    return subprocess.run(
+        [sys.executable, "-m", "condvln", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+@pytest.fixture(scope="session")
+def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run ``python -m condvln ARGS`` (wide terminal) and capture its output."""
+    return _run_cli
 
 
 @pytest.fixture(scope="session")

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -14,41 +11,29 @@ from condvln.scene.serialize import load_scene
 from condvln.scene.sources import load
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m condvln ARGS`` and capture its output."""
-    env = {**os.environ, "COLUMNS": "200"}  # rich wraps at the terminal width
-    return subprocess.run(
-        [sys.executable, "-m", "condvln", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-
-
-def test_version_and_sources() -> None:
-    assert run_cli("--version").stdout.startswith("condvln ")
-    out = run_cli("scenes", "sources")
+def test_version_and_sources(cli) -> None:
+    assert cli("--version").stdout.startswith("condvln ")
+    out = cli("scenes", "sources")
     assert out.returncode == 0
     for name in ("procedural", "procthor", "ithor", "condvln"):
         assert name in out.stdout
 
 
-def test_show_procedural_house() -> None:
-    out = run_cli("scenes", "show", "5")
+def test_show_procedural_house(cli) -> None:
+    out = cli("scenes", "show", "5")
     assert out.returncode == 0, out.stderr
     scene = load("procedural", "5")
     assert f"{len(scene.rooms)} rooms" in out.stdout
     assert scene.rooms[0].room_type in out.stdout
 
 
-def test_export_then_load_as_condvln(tmp_path: Path, fixtures_dir: Path) -> None:
+def test_export_then_load_as_condvln(cli, tmp_path: Path, fixtures_dir: Path) -> None:
     house = fixtures_dir / "procthor" / "houses" / "house_3703.json"
     out_file = tmp_path / "house.json"
-    result = run_cli("scenes", "export", str(house), "--source", "procthor", "--out", str(out_file))
+    result = cli("scenes", "export", str(house), "--source", "procthor", "--out", str(out_file))
     assert result.returncode == 0, result.stderr
     assert load_scene(out_file) == load("procthor", str(house))
-    shown = run_cli("scenes", "show", str(out_file), "--source", "condvln")
+    shown = cli("scenes", "show", str(out_file), "--source", "condvln")
     assert shown.returncode == 0
     assert "2 rooms" in shown.stdout
 
@@ -90,14 +75,14 @@ def _condvln_negative_size(tmp_path: Path) -> Path:
     return path
 
 
-def test_malformed_inputs_give_one_line_errors(tmp_path: Path, fixtures_dir: Path) -> None:
+def test_malformed_inputs_give_one_line_errors(cli, tmp_path: Path, fixtures_dir: Path) -> None:
     house = fixtures_dir / "procthor" / "houses" / "house_3703.json"
     cases = [(p, "procthor") for p in _procthor_variants(house, tmp_path).values()]
     cases.append((_condvln_negative_size(tmp_path), "condvln"))
     cases.append((tmp_path, "procthor"))  # a directory instead of a file
     for path, source in cases:
         out_file = tmp_path / "out" / f"{path.stem}.json"
-        result = run_cli("scenes", "export", str(path), "--source", source, "--out", str(out_file))
+        result = cli("scenes", "export", str(path), "--source", source, "--out", str(out_file))
         assert result.returncode == 2, (path.name, result.stdout, result.stderr)
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1, (path.name, result.stderr)
@@ -115,18 +100,18 @@ def test_malformed_inputs_give_one_line_errors(tmp_path: Path, fixtures_dir: Pat
         (("scenes", "show", "abc"), "seed"),
     ],
 )
-def test_bad_names_and_seeds(args: tuple[str, ...], needle: str) -> None:
-    result = run_cli(*args)
+def test_bad_names_and_seeds(cli, args: tuple[str, ...], needle: str) -> None:
+    result = cli(*args)
     assert result.returncode == 2
     assert needle in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_graph_summary_and_export(tmp_path: Path) -> None:
+def test_graph_summary_and_export(cli, tmp_path: Path) -> None:
     from condvln.graph import build_scene_graph, load_graph, summarize
 
     out_file = tmp_path / "g.json"
-    result = run_cli("graph", "4", "--predicate", "near", "--limit", "3", "--out", str(out_file))
+    result = cli("graph", "4", "--predicate", "near", "--limit", "3", "--out", str(out_file))
     assert result.returncode == 0, result.stderr
     graph = build_scene_graph(load("procedural", "4"))
     summary = summarize(graph)
@@ -136,23 +121,23 @@ def test_graph_summary_and_export(tmp_path: Path) -> None:
     assert load_graph(out_file) == graph
 
 
-def test_graph_unknown_predicate_is_a_one_line_error() -> None:
-    result = run_cli("graph", "4", "--predicate", "nearr")
+def test_graph_unknown_predicate_is_a_one_line_error(cli) -> None:
+    result = cli("graph", "4", "--predicate", "nearr")
     assert result.returncode == 2
     assert "did you mean 'near'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_render_writes_a_png(tmp_path: Path) -> None:
+def test_render_writes_a_png(cli, tmp_path: Path) -> None:
     out_file = tmp_path / "map.png"
-    result = run_cli("scenes", "render", "2", "--out", str(out_file))
+    result = cli("scenes", "render", "2", "--out", str(out_file))
     assert result.returncode == 0, result.stderr
     assert out_file.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "islands" in result.stdout
 
 
-def test_audit_prints_balance_and_rejections() -> None:
-    result = run_cli("audit", "--scenes", "4", "--per-scene", "12", "-j", "1", "-q")
+def test_audit_prints_balance_and_rejections(cli) -> None:
+    result = cli("audit", "--scenes", "4", "--per-scene", "12", "-j", "1", "-q")
     assert result.returncode == 0, result.stderr
     assert "always branch 0: accuracy" in result.stdout
     assert "rejections by reason" in result.stdout

@@ -17,8 +17,6 @@ import io
 import json
 import os
 import pickle
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -241,10 +239,10 @@ def test_malicious_pickle_is_refused_and_runs_nothing(
     assert not marker.exists()
 
 
-def test_malicious_pickle_via_cli(tmp_path: Path) -> None:
+def test_malicious_pickle_viacli(cli, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     path = _npz_with_payload(tmp_path / "evil.npz", _Reduce(os.system, f"touch {marker}"))
-    out = _cli("scenes", "show", str(path), "--source", "gibson")
+    out = cli("scenes", "show", str(path), "--source", "gibson")
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1 and "refused pickled global" in out.stderr
     assert not marker.exists()
@@ -308,19 +306,8 @@ def test_bad_scn_json(tmp_path: Path) -> None:
     _assert_error(path, "not valid JSON")
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "condvln", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
-def test_cli_show_npz(npz: Path) -> None:
-    out = _cli("scenes", "show", str(npz), "--source", "gibson")
+def test_cli_show_npz(cli, npz: Path) -> None:
+    out = cli("scenes", "show", str(npz), "--source", "gibson")
     assert out.returncode == 0, out.stderr
     assert "3 rooms, 2 doors, 6 objects" in out.stdout
 

@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -232,22 +229,11 @@ def test_truncated_file_without_regions(tmp_path: Path) -> None:
         load(str(path))
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "condvln", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
-def test_cli_show_and_bad_file(tmp_path: Path) -> None:
-    good = _cli("scenes", "show", str(HOUSE), "--source", "mp3d")
+def test_cli_show_and_bad_file(cli, tmp_path: Path) -> None:
+    good = cli("scenes", "show", str(HOUSE), "--source", "mp3d")
     assert good.returncode == 0, good.stderr
     assert "3 rooms, 3 doors, 6 objects" in good.stdout
-    bad = _cli("scenes", "show", str(_edit(tmp_path, "ASCII 1.1", "PLY")), "--source", "mp3d")
+    bad = cli("scenes", "show", str(_edit(tmp_path, "ASCII 1.1", "PLY")), "--source", "mp3d")
     assert bad.returncode == 2
     lines = bad.stderr.strip().splitlines()
     assert len(lines) == 1 and "bad.house: line 1: field 'header'" in lines[0]

@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -353,24 +350,13 @@ def test_malformed_region(dataset: Path) -> None:
     _assert_error(dataset / SCENE, str(path), "region 'living_region'", "field 'poly_loop'")
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "condvln", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
-def test_cli_show_and_bad_file(dataset: Path, tmp_path: Path) -> None:
-    good = _cli("scenes", "show", str(dataset / SCENE), "--source", "replicacad")
+def test_cli_show_and_bad_file(cli, dataset: Path, tmp_path: Path) -> None:
+    good = cli("scenes", "show", str(dataset / SCENE), "--source", "replicacad")
     assert good.returncode == 0, good.stderr
     assert "2 rooms, 1 doors, 6 objects" in good.stdout
     bad = tmp_path / "broken.scene_instance.json"
     bad.write_text('{"object_instances": [')
-    out = _cli("scenes", "show", str(bad), "--source", "replicacad")
+    out = cli("scenes", "show", str(bad), "--source", "replicacad")
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "broken.scene_instance.json: not valid JSON" in lines[0]
