@@ -18,7 +18,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +97,27 @@ def _umask() -> int:
 def make_private_dir_public(path: str | os.PathLike[str]) -> None:
     """Give a ``tempfile.mkdtemp`` folder the permissions a plain ``mkdir`` would have."""
     os.chmod(path, 0o777 & ~_umask())
+
+
+@contextmanager
+def atomic_directory(out: str | os.PathLike[str], *, replace: bool) -> Iterator[Path]:
+    """Build a folder in a temporary sibling and rename it to ``out`` when the block succeeds.
+
+    On any error the temporary folder is removed and ``out`` is left as it was; with
+    ``replace`` an existing ``out`` is swapped for the new one.
+    """
+    target = Path(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    make_private_dir_public(tmp)
+    try:
+        yield tmp
+        if target.exists() and replace:
+            shutil.rmtree(target)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def dumps_json(obj: Any, *, indent: bool = False) -> bytes:

@@ -9,8 +9,6 @@ folder is written to a temporary sibling and renamed into place: nothing half-wr
 from __future__ import annotations
 
 import hashlib
-import shutil
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +25,7 @@ from condvln.dataset.episode import EPISODE_KEYS, TEST_EPISODE_KEYS, build_episo
 from condvln.dataset.vlnce import SPLITS, build_vocab, dump_gz, encode, split_path
 from condvln.errors import ConfigError
 from condvln.graph import RelationConfig
-from condvln.io import make_private_dir_public
+from condvln.io import atomic_directory
 from condvln.nav import GridNavigator
 from condvln.scene.serialize import scene_to_json
 from condvln.synth.driver import GENERATION_GRID, success_radius
@@ -203,10 +201,7 @@ def _write(
     ]
     vocab = build_vocab(texts)
     index = {w: i for i, w in enumerate(vocab)}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    make_private_dir_public(tmp)
-    try:
+    with atomic_directory(out, replace=overwrite) as tmp:
         for scene in built:
             (tmp / scene.scene_file).parent.mkdir(parents=True, exist_ok=True)
             (tmp / scene.scene_file).write_bytes(scene.scene_json)
@@ -215,12 +210,6 @@ def _write(
         stats = dataset_stats(splits, rejections, synth, config, vocab)
         (tmp / "stats.json").write_bytes(orjson.dumps(stats, option=orjson.OPT_INDENT_2))
         (tmp / "README.md").write_text(dataset_card(stats))
-        if out.exists() and overwrite:
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return stats
 
 

@@ -10,14 +10,13 @@ differences between the two datasets isolate branch selection.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
 import orjson
 
 from condvln.dataset.vlnce import available_splits, dump_gz, encode, load_split, split_path
 from condvln.errors import ConfigError, FormatError, ValidationError
-from condvln.io import make_private_dir_public, read_json
+from condvln.io import atomic_directory, read_json
 
 
 def _oracle_texts(root: Path, split: str, episodes: list[dict]) -> dict[str, str]:
@@ -40,11 +39,8 @@ def oracle_transform(source: str | Path, out: str | Path, *, overwrite: bool = F
     splits = available_splits(source)
     if not splits:
         raise FormatError("no split files found", file=str(source))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    make_private_dir_public(tmp)
     count = 0
-    try:
+    with atomic_directory(out, replace=True) as tmp:
         shutil.copytree(source, tmp, dirs_exist_ok=True)
         for split in splits:
             doc = load_split(source, split)
@@ -62,10 +58,4 @@ def oracle_transform(source: str | Path, out: str | Path, *, overwrite: bool = F
             dump_gz(split_path(tmp, split), doc)
         marker = {"transform": "oracle-linear", "source": str(source)}
         (tmp / "oracle.json").write_bytes(orjson.dumps(marker))
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return count
