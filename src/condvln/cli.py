@@ -326,11 +326,13 @@ class _MultiProgress:
 def validate_command(
     dataset: Annotated[Path, typer.Argument(help="Dataset folder written by `condvln generate`.")],
     show: Annotated[int, typer.Option(help="Problems to print.")] = 20,
+    quiet: QuietOption = False,
 ) -> None:
     """Re-check a dataset from its files: schema, labels, goals, paths, tokens (exit 1 if bad)."""
     from condvln.dataset.validate import validate_dataset
 
-    report = validate_dataset(dataset)
+    with _MultiProgress(quiet) as bars:
+        report = validate_dataset(dataset, progress=bars.add)
     counts = ", ".join(f"{s} {n}" for s, n in report.episodes.items())
     if report.ok:
         console.print(f"OK: {sum(report.episodes.values())} episodes checked ({counts})")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,8 +182,13 @@ def _episode_problems(
         return [("info.condvln", f"cannot be checked: {exc}")]
 
 
-def validate_dataset(root: str | Path) -> ValidationReport:
-    """Check every split of the dataset at ``root``; never raises on bad content."""
+def validate_dataset(
+    root: str | Path, progress: Callable[[str, int], Callable[[], None]] | None = None
+) -> ValidationReport:
+    """Check every split of the dataset at ``root``; never raises on bad content.
+
+    ``progress(label, total)`` returns an ``advance()`` callback, called once per episode.
+    """
     root = Path(root)
     report = ValidationReport()
     splits = available_splits(root)
@@ -201,7 +206,10 @@ def validate_dataset(root: str | Path) -> ValidationReport:
             continue
         vocab = doc["instruction_vocab"]["word_list"]
         seen: set[Any] = set()
+        advance = progress(split, len(doc["episodes"])) if progress else None
         for ep in doc["episodes"]:
+            if advance:
+                advance()
             eid = ep.get("episode_id")
             report.episodes[split] += 1
             found = [] if eid not in seen else [("episode_id", "duplicate")]
