@@ -141,3 +141,11 @@ def test_audit_prints_balance_and_rejections(cli) -> None:
     assert result.returncode == 0, result.stderr
     assert "always branch 0: accuracy" in result.stdout
     assert "rejections by reason" in result.stdout
+
+
+def test_benchmark_command_small(cli, tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    result = cli("benchmark", "--out", str(out), "--scenes", "6", "--per-scene", "20", "-q")
+    assert result.returncode == 0, result.stderr
+    assert "Main results (%)" in result.stdout and "oracle_linear" in result.stdout
+    assert (out / "table2.md").is_file() and (out / "table3.csv").is_file()

@@ -20,6 +20,7 @@ from condvln import __version__
 from condvln.errors import CondVLNError
 
 if TYPE_CHECKING:
+    from condvln.evaluation.tables import ResultTable
     from condvln.synth.pipeline import SynthesisResult
 
 app = typer.Typer(
@@ -451,21 +452,83 @@ def benchmark_command(
         "results/benchmark"
     ),
     full: Annotated[bool, typer.Option(help="Paper-scale dataset (≥ 11,500 episodes).")] = False,
+    scenes: Annotated[
+        int | None, typer.Option(help="Procedural houses (default 80; 200 with --full).")
+    ] = None,
+    per_scene: Annotated[
+        int | None,
+        typer.Option(help="Instructions sampled per house (default 50; 75 with --full)."),
+    ] = None,
     split: Annotated[str, typer.Option(help="Split the agents are scored on.")] = "val_unseen",
     workers: WorkersOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
-    from condvln.benchmark import run_benchmark
+    from condvln.benchmark import SMALL, run_benchmark
+    from condvln.dataset.generate import GenerateConfig
     from condvln.synth.pipeline import default_workers
 
+    base = GenerateConfig() if full else SMALL
+    overrides = {k: v for k, v in (("scenes", scenes), ("per_scene", per_scene)) if v is not None}
+    config = base.model_copy(update=overrides)
     with _MultiProgress(quiet) as bars:
         outcome = run_benchmark(
-            out, full=full, split=split, workers=workers or default_workers(), progress=bars.add
+            out,
+            config=config,
+            split=split,
+            workers=workers or default_workers(),
+            progress=bars.add,
         )
-    console.print(outcome["tables"]["table2"].to_rich())
-    console.print(outcome["tables"]["table3"].to_rich())
-    console.print(f"wrote {out} (table2.md, table3.md, results.json, runs/, eval/)")
+    console.print(_compact(outcome["tables"]["table2"], _TABLE2_COLUMNS, "Main results (%)"))
+    console.print(
+        "BA: branch accuracy (ended nearest the gold branch goal); "
+        "1/n: chance; any: stopped at some branch goal; WB: stopped at a wrong branch's goal"
+    )
+    console.print(
+        _compact(outcome["tables"]["table3"], _TABLE3_COLUMNS, "CSR by depth d and chain ℓ (%)")
+    )
+    console.print(
+        f"wrote {out}: full tables in table2.md / table3.md (+ .csv), per-run results in eval/"
+    )
+
+
+_TABLE2_COLUMNS = {
+    "SR": "SR",
+    "SPL": "SPL",
+    "BSA": "BSA",
+    "CSR": "CSR",
+    "diagnostics BA": "BA",
+    "diagnostics chance": "1/n",
+    "diagnostics SR-any": "any",
+    "diagnostics WB": "WB",
+}
+_TABLE3_COLUMNS = {
+    "base d=1,ℓ=1 CSR": "d1 ℓ1",
+    "depth d=2,ℓ=1 CSR": "d2 ℓ1",
+    "depth d=3,ℓ=1 CSR": "d3 ℓ1",
+    "chain d=1,ℓ=2 CSR": "d1 ℓ2",
+    "chain d=1,ℓ=3 CSR": "d1 ℓ3",
+}
+
+
+def _compact(table: ResultTable, wanted: dict[str, str], title: str) -> Table:
+    """A narrow rich table of selected columns (the "all" group when there are several sources).
+
+    Keys of ``wanted`` are full column names, or bare metric names looked up in the first
+    source group ("all" when present).
+    """
+    first = next((g for g, _ in table.groups if g == "all"), table.groups[0][0])
+    names = [k if k in table.columns else f"{first} {k}" for k in wanted]
+    out = Table(title=title)
+    out.add_column("run", no_wrap=True)
+    for label in wanted.values():
+        out.add_column(label, justify="right")
+    for row in table.rows:
+        values = dict(zip(table.columns, row.values, strict=True))
+        out.add_row(
+            row.name, *("–" if values.get(n) is None else f"{values[n]:.1f}" for n in names)
+        )
+    return out
 
 
 def main() -> None:
