@@ -182,6 +182,11 @@ def graph_command(
         console.print(f"wrote {out}")
 
 
+SeedOption = Annotated[int, typer.Option(help="Master seed.")]
+PerSceneOption = Annotated[int, typer.Option(help="Instructions sampled per scene.")]
+InputsOption = Annotated[
+    list[str] | None, typer.Option("--input", "-i", help="Scene files or folders.")
+]
 WorkersOption = Annotated[
     int | None, typer.Option("--workers", "-j", help="Worker processes (default: all cores).")
 ]
@@ -194,11 +199,9 @@ def audit_command(
     scenes: Annotated[
         int, typer.Option(help="Procedural houses (seeds 0..N-1) or max files.")
     ] = 50,
-    per_scene: Annotated[int, typer.Option(help="Instructions sampled per scene.")] = 40,
-    seed: Annotated[int, typer.Option(help="Master seed.")] = 0,
-    inputs: Annotated[
-        list[str] | None, typer.Option("--input", "-i", help="Scene files or folders.")
-    ] = None,
+    per_scene: PerSceneOption = 40,
+    seed: SeedOption = 0,
+    inputs: InputsOption = None,
     workers: WorkersOption = None,
     quiet: QuietOption = False,
 ) -> None:
@@ -257,11 +260,9 @@ def generate_command(
     scenes: Annotated[
         int | None, typer.Option(help="Procedural houses (seeds 0..N-1) or most input files.")
     ] = 200,
-    per_scene: Annotated[int, typer.Option(help="Instructions sampled per scene.")] = 75,
-    seed: Annotated[int, typer.Option(help="Master seed.")] = 0,
-    inputs: Annotated[
-        list[str] | None, typer.Option("--input", "-i", help="Scene files or folders.")
-    ] = None,
+    per_scene: PerSceneOption = 75,
+    seed: SeedOption = 0,
+    inputs: InputsOption = None,
     counterfactual_share: Annotated[
         float, typer.Option(help="Share of instructions given a minimal-pair sibling.")
     ] = 0.2,

@@ -174,10 +174,9 @@ def generate_dataset(
     by_scene: dict[str, list[Instance]] = defaultdict(list)
     for inst in synth.instances:
         by_scene[inst.scene_id].append(inst)
-    scene_ids = [spec.load().id for spec in specs]
     tasks = [
         (spec, i, by_scene.get(sid, []), config)
-        for i, (spec, sid) in enumerate(zip(specs, scene_ids, strict=True))
+        for i, (spec, sid) in enumerate(zip(specs, synth.scene_ids, strict=True))
     ]
     built = list(ordered_map(_episodes_for_scene, tasks, workers, tick("episodes", len(tasks))))
     return _write(out, config, built, synth, overwrite)

@@ -42,12 +42,16 @@ class SceneSpec:
 
 @dataclass(frozen=True)
 class SynthesisResult:
-    """Balanced instances of all scenes plus the accounting that goes into the dataset card."""
+    """Balanced instances of all scenes plus the accounting that goes into the dataset card.
+
+    ``scene_ids`` lists the id of every scene, in the order of the input specs.
+    """
 
     instances: list[Instance]
     raw_count: int
     rejections: Counter[str]
     report: dict[str, Any]
+    scene_ids: list[str]
 
 
 def scene_seed(seed: int, index: int) -> int:
@@ -83,17 +87,18 @@ def scene_specs(source: str, count: int | None, inputs: Sequence[str] = ()) -> l
 
 def _synthesize_one(
     args: tuple[SceneSpec, int, int, int, float, RelationConfig | None],
-) -> tuple[list[Instance], Counter]:
+) -> tuple[str, list[Instance], Counter]:
     spec, seed, index, quota, share, relations = args
+    scene = spec.load()
     result = synthesize(
-        spec.load(),
+        scene,
         seed=scene_seed(seed, index),
         quota=quota,
         leaf_offset=index,
         counterfactual_share=share,
         relation_config=relations,
     )
-    return result.instances, result.rejections
+    return scene.id, result.instances, result.rejections
 
 
 def ordered_map(
@@ -137,10 +142,12 @@ def run_synthesis(
         for i, spec in enumerate(scenes)
     ]
     gathered: list[Instance] = []
+    scene_ids: list[str] = []
     rejections: Counter[str] = Counter()
-    for found, rejected in ordered_map(_synthesize_one, tasks, workers, on_scene_done):
+    for scene_id, found, rejected in ordered_map(_synthesize_one, tasks, workers, on_scene_done):
+        scene_ids.append(scene_id)
         gathered.extend(found)
         rejections.update(rejected)
     kept = balance(gathered, seed)
     rejections["balancing"] += len(gathered) - len(kept)
-    return SynthesisResult(kept, len(gathered), rejections, balance_report(kept))
+    return SynthesisResult(kept, len(gathered), rejections, balance_report(kept), scene_ids)

@@ -24,8 +24,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,7 +40,6 @@ from condvln.synth.shapes import SKELETONS, Skeleton
 Vec3 = tuple[float, float, float]
 COMPOSITIONS = ("in_room", "cross_room", "relation")
 OBSERVABILITIES = ("visible", "hidden")
-RELATION_PREDICATES = SEMANTIC_PREDICATES
 
 
 @dataclass(frozen=True)
@@ -90,7 +88,6 @@ class Instance:
     reference_room: str
     evidence_visible: bool
     pair_id: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 class Rejected(Exception):
@@ -249,7 +246,7 @@ def _relation(
             if len(pool) < 2:
                 break
             s, t = (pool[i] for i in rng.choice(len(pool), size=2, replace=False))
-            predicate = RELATION_PREDICATES[int(rng.integers(len(RELATION_PREDICATES)))]
+            predicate = SEMANTIC_PREDICATES[int(rng.integers(len(SEMANTIC_PREDICATES)))]
             if _independent(refs[s], refs[t]) and ctx.graph.truth(s, predicate, t) is wanted:  # type: ignore[arg-type]
                 used.update((s, t))
                 return Relation(refs[s], predicate, refs[t])  # type: ignore[arg-type]
