@@ -25,8 +25,9 @@ import orjson
 
 from condvln import __version__
 from condvln.dataset.generate import GenerateConfig, generate_dataset
+from condvln.dataset.vlnce import SPLITS, load_split
 from condvln.errors import ConfigError
-from condvln.io import atomic_write_bytes, read_json
+from condvln.io import atomic_write_bytes, output_lock, output_path, read_json
 
 Progress = Callable[[str, int], Callable[[], None]]
 
@@ -63,7 +64,7 @@ def _dataset(out: Path, config: GenerateConfig, workers: int, progress: Progress
     stats_file = folder / "stats.json"
     if stats_file.is_file():
         stats = read_json(stats_file)
-        if stats.get("config_hash") == config.config_hash():
+        if isinstance(stats, dict) and stats.get("config_hash") == config.config_hash():
             return folder
         raise ConfigError(
             f"{folder} holds a dataset with another configuration; remove it or pick another --out"
@@ -109,13 +110,34 @@ def run_benchmark(
         config: Dataset configuration (overrides ``full``; for custom or test runs).
         progress: ``progress(label, total)`` returning an ``advance()`` callback.
     """
+    out = output_path(out)
+    config = config or (GenerateConfig() if full else SMALL)
+    if split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    with output_lock(out):
+        return _benchmark(out, config, split, workers, runs, progress)
+
+
+def _benchmark(
+    out: Path,
+    config: GenerateConfig,
+    split: str,
+    workers: int,
+    runs: tuple[RunSpec, ...],
+    progress: Progress | None,
+) -> dict[str, Any]:
     from condvln.agents.run import run_agent
     from condvln.evaluation.evaluate import evaluate_run
     from condvln.evaluation.tables import table2, table3
 
-    out = Path(out)
-    config = config or (GenerateConfig() if full else SMALL)
     dataset = _dataset(out, config, workers, progress)
+    if not load_split(dataset, split)["episodes"]:
+        raise ConfigError(
+            f"split {split!r} of {dataset} has no episodes: the dataset is too small "
+            "(raise --scenes / --per-scene, or remove the folder)"
+        )
     records: dict[str, list[dict[str, Any]]] = {}
     summaries: dict[str, Any] = {}
     for spec in runs:

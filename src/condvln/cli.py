@@ -182,13 +182,15 @@ def graph_command(
         console.print(f"wrote {out}")
 
 
-SeedOption = Annotated[int, typer.Option(help="Master seed.")]
+SEED_MAX = 2**63 - 1
+SeedOption = Annotated[int, typer.Option(min=0, max=SEED_MAX, help="Master seed.")]
 PerSceneOption = Annotated[int, typer.Option(help="Instructions sampled per scene.")]
 InputsOption = Annotated[
     list[str] | None, typer.Option("--input", "-i", help="Scene files or folders.")
 ]
 WorkersOption = Annotated[
-    int | None, typer.Option("--workers", "-j", help="Worker processes (default: all cores).")
+    int | None,
+    typer.Option("--workers", "-j", min=1, max=1024, help="Worker processes (default: all cores)."),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
@@ -272,9 +274,11 @@ def generate_command(
 ) -> None:
     """Generate a CondVLN dataset in VLN-CE format (defaults: the paper's scale)."""
     from condvln.dataset.generate import GenerateConfig, generate_dataset
+    from condvln.options import build
     from condvln.synth.pipeline import default_workers
 
-    config = GenerateConfig(
+    config = build(
+        GenerateConfig,
         source=source,
         scenes=scenes,
         inputs=tuple(inputs or ()),
@@ -290,6 +294,8 @@ def generate_command(
             overwrite=overwrite,
             progress=bars.add,
         )
+    for row in stats.get("duplicate_inputs", []):
+        console.print(f"skipped {row['skipped']}: same content as {row['same_as']}", markup=False)
     console.print(
         f"wrote {out}: {stats['episodes']} episodes over {stats['scenes']} scenes "
         f"({', '.join(f'{k} {v}' for k, v in stats['splits'].items())})"
@@ -369,7 +375,9 @@ def evaluate_command(
         str | None, typer.Option(help="Split to score (default: inferred from the ids).")
     ] = None,
     name: Annotated[str | None, typer.Option(help="Run name in the tables.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap intervals.")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, max=SEED_MAX, help="Seed of the bootstrap intervals.")
+    ] = 0,
 ) -> None:
     """Score predictions: standard VLN metrics, BSA / CSR and branch diagnostics, with tables."""
     from condvln.evaluation.evaluate import evaluate_run, render_summary
@@ -385,8 +393,10 @@ def run_command(
     dataset: Annotated[Path, typer.Option(help="Dataset folder written by `condvln generate`.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumed if present).")],
     split: Annotated[str, typer.Option(help="Split to run.")] = "val_unseen",
-    limit: Annotated[int | None, typer.Option(help="Run only the first N episodes.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of agents and perception noise.")] = 0,
+    limit: Annotated[int | None, typer.Option(min=0, help="Run only the first N episodes.")] = None,
+    seed: Annotated[
+        int, typer.Option(min=0, max=SEED_MAX, help="Seed of agents and perception noise.")
+    ] = 0,
     panoramic: Annotated[bool, typer.Option(help="360° detections instead of a 90° view.")] = False,
     miss_rate: Annotated[float, typer.Option(help="Perception noise: missed detections.")] = 0.0,
     confusion_rate: Annotated[float, typer.Option(help="Perception noise: label swaps.")] = 0.0,
@@ -467,11 +477,12 @@ def benchmark_command(
     """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
     from condvln.benchmark import SMALL, run_benchmark
     from condvln.dataset.generate import GenerateConfig
+    from condvln.options import build
     from condvln.synth.pipeline import default_workers
 
     base = GenerateConfig() if full else SMALL
     overrides = {k: v for k, v in (("scenes", scenes), ("per_scene", per_scene)) if v is not None}
-    config = base.model_copy(update=overrides)
+    config = build(GenerateConfig, base, **overrides)
     with _MultiProgress(quiet) as bars:
         outcome = run_benchmark(
             out,
@@ -533,9 +544,37 @@ def _compact(table: ResultTable, wanted: dict[str, str], title: str) -> Table:
 
 
 def main() -> None:
-    """Run the command line; user errors print one line and exit with code 2."""
+    """Run the command line; user errors print one line and exit with code 2.
+
+    Resource errors (out of memory, nesting too deep, an OS error on an output path) are also
+    one line with code 2; anything else is a bug: one line, exit code 1, and the traceback only
+    with ``CONDVLN_DEBUG=1``.
+    """
+    import os
+
+    import pydantic
+
+    from condvln.options import config_error
+
     try:
         app()
     except CondVLNError as exc:
-        print(f"condvln: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        _fail(str(exc), 2)
+    except pydantic.ValidationError as exc:
+        _fail(str(config_error(exc)), 2)
+    except MemoryError:
+        _fail("out of memory (input too large for this machine)", 2)
+    except RecursionError:
+        _fail("input nested too deeply", 2)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(f"{where}{exc.strerror or exc}", 2)
+    except Exception as exc:  # a bug: say so in one line unless debugging
+        if os.environ.get("CONDVLN_DEBUG"):
+            raise
+        _fail(f"internal error ({type(exc).__name__}: {exc}); rerun with CONDVLN_DEBUG=1", 1)
+
+
+def _fail(message: str, code: int) -> None:
+    print(f"condvln: error: {' '.join(message.split())}", file=sys.stderr)
+    sys.exit(code)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import shutil
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -35,10 +36,18 @@ import orjson
 
 from condvln import __version__
 from condvln.agents.base import EpisodeView, agent_factory, instruction_source
-from condvln.dataset.vlnce import load_split, split_path
-from condvln.errors import ConfigError, FormatError, ValidationError
+from condvln.dataset.schema import load_checked_split
+from condvln.dataset.vlnce import split_path
+from condvln.errors import CondVLNError, ConfigError, FormatError, ValidationError
 from condvln.frames import quaternion_to_yaw
-from condvln.io import atomic_write_bytes, dumps_json, read_json
+from condvln.io import (
+    atomic_write_bytes,
+    dumps_json,
+    output_lock,
+    output_path,
+    read_bytes,
+    read_json,
+)
 from condvln.scene.serialize import load_scene
 from condvln.sim.protocol import ObservationProtocol, parse_protocol
 from condvln.sim.simulator import DEFAULT_BUDGET, Simulator, Trajectory
@@ -119,28 +128,25 @@ def episode_seeds(seed: int, episode_id: int | str) -> tuple[int, int]:
 # --- reading the split ---------------------------------------------------------------------------
 
 
-def _condvln_info(episode: Mapping[str, Any], answers: Mapping[str, Any]) -> Mapping[str, Any]:
-    info = episode.get("info") or answers.get(str(episode["episode_id"]), {}).get("info") or {}
-    return info.get("condvln") or {}
-
-
 def episode_specs(
     dataset_dir: Path, split: str, source: str, limit: int | None = None
 ) -> list[EpisodeSpec]:
     """The split's episodes as harness specs, in file order (the first ``limit``).
 
-    Budgets and oracle texts come from ``info.condvln`` (test: the answers file); the budget
-    defaults to :data:`DEFAULT_BUDGET`.
+    Every episode passes the shared schema check first
+    (:func:`~condvln.dataset.schema.load_checked_split`). Budgets and oracle texts come from
+    ``info.condvln`` (test: the answers file); the budget defaults to :data:`DEFAULT_BUDGET`.
 
     Raises:
+        FormatError: a malformed episode (file, episode, field), or a scene outside the dataset.
         ValidationError: An oracle agent on an episode without an oracle instruction.
     """
-    episodes = load_split(dataset_dir, split)["episodes"][:limit]
-    answers_file = split_path(dataset_dir, split, "_answers")
-    answers = read_json(answers_file, FormatError) if answers_file.is_file() else {}
+    if limit is not None and limit < 0:
+        raise ConfigError(f"--limit must be 0 or more, got {limit}")
+    checked = load_checked_split(dataset_dir, split, labels=False)
     specs = []
-    for ep in episodes:
-        info = _condvln_info(ep, answers)
+    for ep in checked.episodes[:limit]:
+        info = (ep.get("info") or {}).get("condvln") or {}
         text = ep["instruction"]["instruction_text"]
         if source == "oracle":
             text = info.get("oracle_instruction")
@@ -272,19 +278,38 @@ def _id_key(episode_id: int | str) -> tuple[int, int, str]:
     return (0, episode_id, "") if isinstance(episode_id, int) else (1, 0, str(episode_id))
 
 
+_RECORD_KEYS = ("episode_id", "positions", "headings", "stop")
+
+
 def read_trajectories(path: Path) -> list[dict[str, Any]]:
-    """Records of a trajectories file; a torn last line (interrupted write) is cut off."""
-    if not path.is_file():
+    """Records of a trajectories file; only a torn **last** line (interrupted write) is cut off.
+
+    Raises:
+        FormatError: a malformed line before the last one (nothing is truncated then).
+    """
+    if not path.exists() and not path.is_symlink():
         return []
-    data = path.read_bytes()
+    data = read_bytes(path) if path.stat().st_size else b""
+    lines = data.splitlines(keepends=True)
     records, good = [], 0
-    for line in data.splitlines(keepends=True):
+    for number, line in enumerate(lines, start=1):
+        last = number == len(lines)
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
-            break
-        if not line.endswith(b"\n"):
-            break
+            record = None
+        ok = isinstance(record, dict) and all(k in record for k in _RECORD_KEYS)
+        if ok and not isinstance(record["episode_id"], int | str):
+            ok = False
+        if not ok or not line.endswith(b"\n"):
+            if last:
+                break
+            raise FormatError(
+                "not a trajectory record (a JSON object with episode_id, positions, headings, "
+                "stop); fix or remove the line, or start over in a new folder",
+                file=str(path),
+                record=f"line {number}",
+            )
         records.append(record)
         good += len(line)
     if good < len(data):
@@ -298,6 +323,8 @@ def _check_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
     if not path.is_file():
         return
     old = read_json(path, FormatError)
+    if not isinstance(old, dict):
+        raise FormatError("must be a JSON object (the run's manifest)", file=str(path))
     for key in _MANIFEST_KEYS:
         if old.get(key) != manifest[key]:
             raise ConfigError(
@@ -325,6 +352,71 @@ def _finalise(out_dir: Path) -> None:
     lines = b"".join(orjson.dumps(r) + b"\n" for r in records)
     atomic_write_bytes(out_dir / TRAJECTORIES, lines)
     atomic_write_bytes(out_dir / PREDICTIONS, dumps_json(predictions(records)))
+
+
+INCOMPLETE = "INCOMPLETE"
+"""Marker file of a run folder whose run has not finished (removed when it does)."""
+
+
+def _run_into(
+    out_dir: Path,
+    specs: list[EpisodeSpec],
+    manifest: dict[str, Any],
+    resume: bool,
+    workers: int,
+    args: tuple[Any, ...],
+    progress: Progress | None,
+) -> tuple[int, int, int]:
+    """Run the pending episodes into ``out_dir``; returns ``(ran, stopped, steps)``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if resume:
+        _check_manifest(out_dir, manifest)
+    else:
+        for name in (TRAJECTORIES, PREDICTIONS, MANIFEST):
+            (out_dir / name).unlink(missing_ok=True)
+    done = {str(r["episode_id"]) for r in read_trajectories(out_dir / TRAJECTORIES)}
+    pending = [s for s in specs if str(s.episode_id) not in done]
+    atomic_write_bytes(
+        out_dir / INCOMPLETE,
+        b"This run has not finished. Rerun the same `condvln run` command to resume it.\n",
+    )
+    if not (out_dir / MANIFEST).is_file():
+        atomic_write_bytes(out_dir / MANIFEST, dumps_json(manifest, indent=True))
+    count, stopped, steps = len(specs) - len(pending), 0, 0
+    if progress is not None and count:
+        progress(count, len(specs))
+    with (out_dir / TRAJECTORIES).open("ab") as fh:
+        for record in _execute(_chunks(pending), workers, args):
+            fh.write(orjson.dumps(record) + b"\n")
+            fh.flush()
+            count += 1
+            stopped += int(record["stop"])
+            steps += record["steps"]
+            if progress is not None:
+                progress(count, len(specs))
+    if _manifest_bytes(out_dir) != dumps_json(manifest, indent=True):
+        atomic_write_bytes(out_dir / MANIFEST, dumps_json(manifest, indent=True))
+    _finalise(out_dir)
+    (out_dir / INCOMPLETE).unlink(missing_ok=True)
+    return len(pending), stopped, steps
+
+
+def _manifest_bytes(out_dir: Path) -> bytes:
+    path = out_dir / MANIFEST
+    return path.read_bytes() if path.is_file() else b""
+
+
+def _after_failure(out_dir: Path, fresh: bool) -> int:
+    """A fresh run that recorded nothing leaves nothing; otherwise the folder stays resumable.
+
+    Returns:
+        The number of episodes kept in the folder.
+    """
+    trajectories = out_dir / TRAJECTORIES
+    kept = trajectories.read_bytes().count(b"\n") if trajectories.is_file() else 0
+    if fresh and not kept:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return kept
 
 
 def run_agent(
@@ -362,7 +454,9 @@ def run_agent(
         FormatError: Unreadable dataset files.
     """
     started = time.perf_counter()
-    dataset_dir, out_dir = Path(dataset_dir).resolve(), Path(out_dir)
+    dataset_dir, out_dir = Path(dataset_dir).resolve(), output_path(out_dir)
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
     proto = parse_protocol(protocol)
     source = instruction_source(agent_factory(agent_name)())
     specs = episode_specs(dataset_dir, split, source, limit)
@@ -379,36 +473,27 @@ def run_agent(
         "episodes": len(specs),
         "condvln_version": __version__,
     }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if resume:
-        _check_manifest(out_dir, manifest)
-    else:
-        for name in (TRAJECTORIES, PREDICTIONS):
-            (out_dir / name).unlink(missing_ok=True)
-    atomic_write_bytes(out_dir / MANIFEST, dumps_json(manifest, indent=True))
-    done = {str(r["episode_id"]) for r in read_trajectories(out_dir / TRAJECTORIES)}
-    pending = [s for s in specs if str(s.episode_id) not in done]
-    skipped = len(specs) - len(pending)
-    count, stopped, steps = skipped, 0, 0
-    if progress is not None and skipped:
-        progress(count, len(specs))
     args = (agent_name, dataset_dir, proto, seed)
-    with (out_dir / TRAJECTORIES).open("ab") as fh:
-        for record in _execute(_chunks(pending), workers, args):
-            fh.write(orjson.dumps(record) + b"\n")
-            fh.flush()
-            count += 1
-            stopped += int(record["stop"])
-            steps += record["steps"]
-            if progress is not None:
-                progress(count, len(specs))
-    _finalise(out_dir)
+    fresh = not out_dir.exists()
+    with output_lock(out_dir):
+        try:
+            ran = _run_into(out_dir, specs, manifest, resume, workers, args, progress)
+        except BaseException as exc:
+            kept = _after_failure(out_dir, fresh)
+            if kept and isinstance(exc, CondVLNError):
+                exc.args = (
+                    f"{exc} (run incomplete: {kept} episodes kept in {out_dir}; "
+                    "fix the problem and rerun the same command to resume)",
+                )
+            raise
+    count, stopped, steps = ran
+    skipped = len(specs) - count
     return RunSummary(
         out_dir=out_dir,
         agent=agent_name,
         split=split,
         episodes=len(specs),
-        ran=len(pending),
+        ran=count,
         skipped=skipped,
         stopped=stopped,
         steps=steps,

@@ -25,7 +25,7 @@ from condvln.dataset.episode import EPISODE_KEYS, TEST_EPISODE_KEYS, build_episo
 from condvln.dataset.vlnce import SPLITS, build_vocab, dump_gz, encode, split_path
 from condvln.errors import ConfigError
 from condvln.graph import RelationConfig
-from condvln.io import atomic_directory
+from condvln.io import atomic_directory, output_lock, output_path
 from condvln.nav import GridNavigator
 from condvln.scene.serialize import scene_to_json
 from condvln.synth.driver import GENERATION_GRID, success_radius
@@ -53,10 +53,10 @@ class GenerateConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     source: str = "procedural"
-    scenes: int | None = Field(200, ge=1)
+    scenes: int | None = Field(200, ge=1, le=100_000)
     inputs: tuple[str, ...] = ()
-    per_scene: int = Field(75, ge=1)
-    seed: int = Field(0, ge=0)
+    per_scene: int = Field(75, ge=1, le=10_000)
+    seed: int = Field(0, ge=0, lt=2**63)
     counterfactual_share: float = Field(0.2, ge=0.0, le=1.0)
     unseen_share: float = Field(0.3, ge=0.0, lt=1.0)
     val_seen_share: float = Field(0.1, ge=0.0, lt=1.0)
@@ -157,10 +157,28 @@ def generate_dataset(
         overwrite: Replace an existing folder.
         progress: ``progress(label, total)`` returning an ``advance()`` callback.
     """
-    out = Path(out)
+    out = output_path(out)
     if out.exists() and not overwrite:
         raise ConfigError(f"{out} exists; pass --overwrite to replace it")
-    specs = scene_specs(config.source, config.scenes, config.inputs)
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    duplicates: list[tuple[str, str]] = []
+    specs = scene_specs(config.source, config.scenes, config.inputs, duplicates)
+    with output_lock(out):
+        stats = _generate(config, out, specs, workers, overwrite, progress)
+    if duplicates:
+        stats["duplicate_inputs"] = [{"skipped": a, "same_as": b} for a, b in duplicates]
+    return stats
+
+
+def _generate(
+    config: GenerateConfig,
+    out: Path,
+    specs: list[SceneSpec],
+    workers: int,
+    overwrite: bool,
+    progress: Callable[[str, int], Callable[[], None]] | None,
+) -> dict[str, Any]:
     tick = progress or (lambda label, total: lambda: None)
     synth = run_synthesis(
         specs,
@@ -171,6 +189,7 @@ def generate_dataset(
         relation_config=config.relations,
         on_scene_done=tick("sampling", len(specs)),
     )
+    _require_distinct_ids(specs, synth.scene_ids)
     by_scene: dict[str, list[Instance]] = defaultdict(list)
     for inst in synth.instances:
         by_scene[inst.scene_id].append(inst)
@@ -180,6 +199,19 @@ def generate_dataset(
     ]
     built = list(ordered_map(_episodes_for_scene, tasks, workers, tick("episodes", len(tasks))))
     return _write(out, config, built, synth, overwrite)
+
+
+def _require_distinct_ids(specs: list[SceneSpec], scene_ids: list[str]) -> None:
+    """Two inputs giving one scene id would share a scene file and leak across splits."""
+    first: dict[str, str] = {}
+    for spec, scene_id in zip(specs, scene_ids, strict=True):
+        name = scene_file_name(scene_id)
+        if name in first:
+            raise ConfigError(
+                f"inputs {first[name]} and {spec.reference} both give scene {scene_id!r}; "
+                "rename one of them (scene ids come from the file names)"
+            )
+        first[name] = spec.reference
 
 
 def _write(

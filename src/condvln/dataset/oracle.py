@@ -14,48 +14,62 @@ from pathlib import Path
 
 import orjson
 
-from condvln.dataset.vlnce import available_splits, dump_gz, encode, load_split, split_path
+from condvln.dataset.schema import load_checked_split
+from condvln.dataset.vlnce import available_splits, dump_gz, encode, split_path
 from condvln.errors import ConfigError, FormatError, ValidationError
-from condvln.io import atomic_directory, read_json
+from condvln.io import atomic_directory, check_regular_file, inside, output_path
 
 
-def _oracle_texts(root: Path, split: str, episodes: list[dict]) -> dict[str, str]:
-    """Episode id → oracle instruction (test episodes keep theirs in the answers file)."""
-    if split == "test":
-        answers = read_json(split_path(root, split, "_answers"), FormatError)
-        return {k: v["info"]["condvln"]["oracle_instruction"] for k, v in answers.items()}
-    return {str(e["episode_id"]): e["info"]["condvln"]["oracle_instruction"] for e in episodes}
+def _copy_dataset(source: Path, dest: Path) -> None:
+    """Copy the dataset's regular files; a symlink is followed only when it stays inside."""
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if path.is_symlink():
+            inside(source, str(relative), record="dataset folder", field=str(relative))
+        if path.is_dir():
+            (dest / relative).mkdir(parents=True, exist_ok=True)
+            continue
+        check_regular_file(path)
+        (dest / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest / relative)
 
 
 def oracle_transform(source: str | Path, out: str | Path, *, overwrite: bool = False) -> int:
     """Write the oracle-linear version of the dataset at ``source`` to ``out``.
 
+    Every split must pass the shared schema check (:mod:`condvln.dataset.schema`) first; the
+    output folder is built aside and swapped in (an existing one is never lost).
+
     Returns:
         The number of episodes rewritten.
     """
-    source, out = Path(source), Path(out)
+    source, out = Path(source), output_path(out)
     if out.exists() and not overwrite:
         raise ConfigError(f"{out} exists; pass --overwrite to replace it")
+    if source.resolve() in (out.resolve(), *out.resolve().parents):
+        raise ConfigError(f"{out} is the source dataset or inside it; pick another folder")
     splits = available_splits(source)
     if not splits:
         raise FormatError("no split files found", file=str(source))
-    count = 0
-    with atomic_directory(out, replace=True) as tmp:
-        shutil.copytree(source, tmp, dirs_exist_ok=True)
-        for split in splits:
-            doc = load_split(source, split)
-            index = {w: i for i, w in enumerate(doc["instruction_vocab"]["word_list"])}
-            texts = _oracle_texts(source, split, doc["episodes"])
-            for episode in doc["episodes"]:
-                text = texts.get(str(episode["episode_id"]))
-                if text is None:
-                    raise ValidationError(
-                        f"{split}: episode {episode['episode_id']}: no oracle instruction"
-                    )
-                episode["instruction"]["instruction_text"] = text
-                episode["instruction"]["instruction_tokens"] = encode(text, index)
-                count += 1
+    checked = {split: load_checked_split(source, split) for split in splits}
+    rewritten: dict[str, dict] = {}
+    for split, data in checked.items():
+        doc = data.doc
+        index = {w: i for i, w in enumerate(doc["instruction_vocab"]["word_list"])}
+        for episode, merged in zip(doc["episodes"], data.episodes, strict=True):
+            text = merged["info"]["condvln"].get("oracle_instruction")
+            if not isinstance(text, str) or not text:
+                raise ValidationError(
+                    f"{data.file}: episode {episode['episode_id']}: "
+                    "field 'info.condvln.oracle_instruction': missing"
+                )
+            episode["instruction"]["instruction_text"] = text
+            episode["instruction"]["instruction_tokens"] = encode(text, index)
+        rewritten[split] = doc
+    with atomic_directory(out, replace=overwrite) as tmp:
+        _copy_dataset(source, tmp)
+        for split, doc in rewritten.items():
             dump_gz(split_path(tmp, split), doc)
         marker = {"transform": "oracle-linear", "source": str(source)}
         (tmp / "oracle.json").write_bytes(orjson.dumps(marker))
-    return count
+    return sum(len(doc["episodes"]) for doc in rewritten.values())

@@ -11,6 +11,7 @@ invariants. Each problem names the split, the episode and the field.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from collections import Counter
@@ -20,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from condvln.dataset.episode import EPISODE_KEYS, INSTRUCTION_KEYS, TEST_EPISODE_KEYS
-from condvln.dataset.vlnce import available_splits, encode, load_split, split_path
+from condvln.dataset.schema import answer_problems, episode_problems, gt_problems, scene_file
+from condvln.dataset.vlnce import SPLITS, encode, load_split, split_path
 from condvln.errors import CondVLNError, FormatError
 from condvln.graph import RelationConfig
-from condvln.io import read_json
+from condvln.io import read_bytes, read_json
 from condvln.nav import GridNavigator
 from condvln.program.ast import program_from_dict
 from condvln.program.verify import verify_labels
@@ -51,29 +53,41 @@ class ValidationReport:
 
 
 def _non_finite(value: Any, path: str = "") -> Iterator[str]:
-    """Dotted paths of every NaN / inf number inside ``value``."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            yield path or "value"
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _non_finite(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _non_finite(item, f"{path}[{i}]")
+    """Dotted paths of every NaN / inf number inside ``value`` (iterative: any depth)."""
+    stack = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                yield where or "value"
+        elif isinstance(item, dict):
+            stack.extend(
+                (v, f"{where}.{k}" if where else str(k)) for k, v in reversed(item.items())
+            )
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(item))))
 
 
 class _SceneCache:
-    """Scenes and navigators of a dataset, loaded once each."""
+    """Scenes and navigators of a dataset, loaded once each (load problems are remembered)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._items: dict[str, tuple[Scene, GridNavigator]] = {}
+        self._items: dict[str, tuple[Scene, GridNavigator] | str] = {}
 
-    def get(self, scene_id: str) -> tuple[Scene, GridNavigator]:
+    def get(self, scene_id: str) -> tuple[Scene, GridNavigator] | str:
+        """The scene and its navigator, or the one-line reason it cannot be used."""
         if scene_id not in self._items:
-            scene = load_scene(self.root / scene_id)
-            self._items[scene_id] = (scene, GridNavigator(scene))
+            try:
+                path = scene_file(self.root, scene_id, "", "")
+            except FormatError as exc:
+                self._items[scene_id] = exc.message
+                return self._items[scene_id]
+            try:
+                scene = load_scene(path)
+                self._items[scene_id] = (scene, GridNavigator(scene))
+            except CondVLNError as exc:
+                self._items[scene_id] = f"{path}: {exc}" if str(path) not in str(exc) else str(exc)
         return self._items[scene_id]
 
 
@@ -83,10 +97,10 @@ def _near(a: Any, b: Any, tol: float = POSITION_TOLERANCE) -> bool:
     )
 
 
-def _check_schema(ep: dict[str, Any], test: bool) -> list[tuple[str, str]]:
+def _check_keys(ep: dict[str, Any], test: bool) -> list[tuple[str, str]]:
+    """Exactly the habitat-lab keys (its attrs-based loader crashes on any other)."""
     keys = TEST_EPISODE_KEYS if test else EPISODE_KEYS
-    problems = [(k, "missing") for k in keys if k not in ep]
-    problems += [(k, "not a habitat-lab VLNEpisode field") for k in ep if k not in keys]
+    problems = [(k, "not a habitat-lab VLNEpisode field") for k in ep if k not in keys]
     instruction = ep.get("instruction")
     if isinstance(instruction, dict):
         problems += [
@@ -108,29 +122,53 @@ def _check_tokens(ep: dict[str, Any], vocab: list[str]) -> list[tuple[str, str]]
     return []
 
 
-def _check_labels(ep: dict[str, Any], scenes: _SceneCache) -> list[tuple[str, str]]:
+def _object(scene: Scene, object_id: str, field: str) -> tuple[Any, list[tuple[str, str]]]:
+    try:
+        return scene.object(object_id), []
+    except KeyError:
+        return None, [(field, f"names no object of the scene: {object_id!r}")]
+
+
+def _check_labels(ep: dict[str, Any], scene: Scene, nav: GridNavigator) -> list[tuple[str, str]]:
     info = ep["info"]["condvln"]
-    scene, nav = scenes.get(ep["scene_id"])
-    program = program_from_dict(info["program"])
-    config = RelationConfig(**info["config"]["relations"])
+    try:
+        program = program_from_dict(info["program"])
+    except (CondVLNError, KeyError, TypeError, ValueError, RecursionError) as exc:
+        return [("info.condvln.program", f"not a valid program ({exc})")]
+    try:
+        config = RelationConfig(**info.get("config", {}).get("relations", {}))
+    except (CondVLNError, TypeError, ValueError) as exc:
+        reason = str(exc).splitlines()[0]
+        return [("info.condvln.config.relations", f"not a valid relation config ({reason})")]
+    problems: list[tuple[str, str]] = []
+    named = [("info.condvln.goal", info["goal"])]
+    named += [(f"info.condvln.subgoals[{i}]", g) for i, g in enumerate(info["subgoals"])]
+    named += [(f"info.condvln.branch_goals[{i}]", g) for i, g in enumerate(info["branch_goals"])]
+    objects = {}
+    for field_name, goal in named:
+        obj, missing = _object(scene, goal["object_id"], f"{field_name}.object_id")
+        problems += missing
+        objects[field_name] = obj
+    if problems:
+        return problems
     labels = {
         "branch_path": info["branch_path"],
         "goal": info["goal"]["object_id"],
         "subgoals": [g["object_id"] for g in info["subgoals"]],
         "branch_goals": [g["object_id"] for g in info["branch_goals"]],
     }
-    problems = [("info.condvln", p) for p in verify_labels(scene, config, program, labels)]
-    goal_pos = ep["goals"][0]["position"]
-    for name, goal in [("goal", info["goal"])] + [
-        (f"subgoals[{i}]", g) for i, g in enumerate(info["subgoals"])
-    ]:
-        point = nav.approach_point(scene.object(goal["object_id"]))
+    try:
+        found = verify_labels(scene, config, program, labels)
+    except (CondVLNError, KeyError, TypeError, ValueError, RecursionError) as exc:
+        found = [f"program cannot be run on the scene ({exc})"]
+    problems += [("info.condvln.program", p) for p in found]
+    for field_name, goal in named[: 1 + len(info["subgoals"])]:
+        point = nav.approach_point(objects[field_name])
         if point is None or not _near(point, goal["position"]):
-            problems.append((f"info.condvln.{name}.position", "not the object's approach point"))
-    if not _near(goal_pos, info["goal"]["position"]):
+            problems.append((f"{field_name}.position", "not the object's approach point"))
+    if not _near(ep["goals"][0]["position"], info["goal"]["position"]):
         problems.append(("goals[0].position", "differs from info.condvln.goal.position"))
-    problems += _check_paths(ep, nav)
-    return problems
+    return problems + _check_paths(ep, nav)
 
 
 def _check_paths(ep: dict[str, Any], nav: GridNavigator) -> list[tuple[str, str]]:
@@ -154,11 +192,14 @@ def _check_paths(ep: dict[str, Any], nav: GridNavigator) -> list[tuple[str, str]
 def _check_gt(ep: dict[str, Any], gt: dict[str, Any] | None) -> list[tuple[str, str]]:
     if gt is None:
         return [("gt", "missing ground-truth entry")]
-    actions, locations = gt.get("actions", []), gt.get("locations", [])
+    schema = gt_problems(gt)
+    if schema:
+        return schema
+    actions, locations = gt["actions"], gt["locations"]
     problems = []
-    if not locations or not _near(locations[0], ep["start_position"]):
+    if not _near(locations[0], ep["start_position"]):
         problems.append(("gt.locations", "must start at start_position"))
-    if gt.get("forward_steps") != actions.count(1) or len(locations) != actions.count(1) + 1:
+    if gt["forward_steps"] != actions.count(1) or len(locations) != actions.count(1) + 1:
         problems.append(("gt.forward_steps", "inconsistent with actions and locations"))
     if not actions or actions[-1] != 0 or actions.count(0) != 1:
         problems.append(("gt.actions", "must end with exactly one STOP"))
@@ -166,20 +207,53 @@ def _check_gt(ep: dict[str, Any], gt: dict[str, Any] | None) -> list[tuple[str, 
 
 
 def _episode_problems(
-    ep: dict[str, Any], test: bool, vocab: list[str], gt: dict | None, scenes: _SceneCache
+    ep: Any, test: bool, vocab: list[str], gt: Any, scenes: _SceneCache
 ) -> list[tuple[str, str]]:
-    problems = _check_schema(ep, test) + _check_tokens(ep, vocab)
+    if not isinstance(ep, dict):
+        return [("episode", "must be an object")]
+    problems = _check_keys(ep, test) + episode_problems(ep, test=test)
+    if test:  # the answers file holds what the public test episode hides
+        answer = gt if isinstance(gt, dict) else {}
+        problems += [(f"test_answers.{p}", "not finite") for p in _non_finite(answer)]
+        problems += answer_problems(answer)
     if problems:
         return problems
-    if test:  # the answers file holds what the public test episode hides
-        answer = gt or {}
-        ep = {**ep, **{k: answer.get(k) for k in ("goals", "reference_path", "info")}}
-        problems = [(f"test_answers.{p}", "not finite") for p in _non_finite(answer)]
-        gt = answer.get("gt")
-    try:
-        return problems + _check_labels(ep, scenes) + _check_gt(ep, gt)
-    except (CondVLNError, KeyError, TypeError, ValueError) as exc:
-        return [("info.condvln", f"cannot be checked: {exc}")]
+    problems = _check_tokens(ep, vocab)
+    if test:
+        ep = {**ep, **{k: gt[k] for k in ("goals", "reference_path", "info")}}
+        gt = gt.get("gt")
+    loaded = scenes.get(ep["scene_id"])
+    if isinstance(loaded, str):
+        return [*problems, ("scene_id", loaded)]
+    scene, nav = loaded
+    return problems + _check_labels(ep, scene, nav) + _check_gt(ep, gt)
+
+
+def _scene_disjointness(root: Path, used: dict[str, set[str]]) -> list[str]:
+    """Seen (train + val_seen), val_unseen and test must share no scene, by path or content."""
+    groups = {"seen": used.get("train", set()) | used.get("val_seen", set())}
+    groups |= {s: used.get(s, set()) for s in ("val_unseen", "test")}
+    digests: dict[str, str] = {}
+    for scene_id in set().union(*groups.values()):
+        try:
+            digests[scene_id] = hashlib.sha256(
+                read_bytes(scene_file(root, scene_id, "", ""))
+            ).hexdigest()
+        except CondVLNError:
+            digests[scene_id] = scene_id  # reported per episode already
+    problems = []
+    names = list(groups)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            by_id = groups[a] & groups[b]
+            by_content = {digests[x] for x in groups[a]} & {digests[y] for y in groups[b]}
+            if by_id or by_content:
+                shared = sorted(by_id) or sorted(x for x in groups[a] if digests[x] in by_content)
+                problems.append(
+                    f"{root}: splits {a} and {b} share {len(by_content | set(by_id))} scene(s) "
+                    f"(e.g. {shared[0]}): seen and unseen splits must be scene-disjoint"
+                )
+    return problems
 
 
 def validate_dataset(
@@ -187,36 +261,48 @@ def validate_dataset(
 ) -> ValidationReport:
     """Check every split of the dataset at ``root``; never raises on bad content.
 
+    Every split of :data:`~condvln.dataset.vlnce.SPLITS` must be present (a missing file, a
+    folder or a dangling symlink in its place is a problem), and the seen, val_unseen and test
+    splits must be scene-disjoint (by scene path and by scene file content).
     ``progress(label, total)`` returns an ``advance()`` callback, called once per episode.
     """
     root = Path(root)
     report = ValidationReport()
-    splits = available_splits(root)
-    if not splits:
-        report.problems.append(f"{root}: no split files ({{split}}/{{split}}.json.gz) found")
+    if not root.is_dir():
+        report.problems.append(f"{root}: not a dataset folder")
         return report
     scenes = _SceneCache(root)
-    for split in splits:
+    used: dict[str, set[str]] = {}
+    for split in SPLITS:
         try:
             doc = load_split(root, split)
             suffix = "_answers" if split == "test" else "_gt"
             side = read_json(split_path(root, split, suffix), FormatError)
+            if not isinstance(side, dict):
+                raise FormatError(
+                    "must be an object {episode_id: entry}",
+                    file=str(split_path(root, split, suffix)),
+                )
         except FormatError as exc:
             report.problems.append(str(exc))
             continue
-        vocab = doc["instruction_vocab"]["word_list"]
+        vocab = [w for w in doc["instruction_vocab"]["word_list"] if isinstance(w, str)]
         seen: set[Any] = set()
         advance = progress(split, len(doc["episodes"])) if progress else None
         for ep in doc["episodes"]:
             if advance:
                 advance()
-            eid = ep.get("episode_id")
+            eid = ep.get("episode_id") if isinstance(ep, dict) else None
+            key = eid if isinstance(eid, int | str) else repr(eid)
             report.episodes[split] += 1
-            found = [] if eid not in seen else [("episode_id", "duplicate")]
-            seen.add(eid)
-            gt = side.get(str(eid)) if isinstance(side, dict) else None
+            found = [] if key not in seen else [("episode_id", "duplicate")]
+            seen.add(key)
+            gt = side.get(str(eid))
             if split == "test" and gt is None:
                 found.append(("test_answers", "no answer for this episode"))
             found += _episode_problems(ep, split == "test", vocab, gt, scenes)
+            if isinstance(ep, dict) and isinstance(ep.get("scene_id"), str):
+                used.setdefault(split, set()).add(ep["scene_id"])
             report.problems.extend(f"{split}: episode {eid}: field '{f}': {m}" for f, m in found)
+    report.problems += _scene_disjointness(root, used)
     return report

@@ -53,7 +53,8 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from condvln import __version__
-from condvln.dataset.vlnce import available_splits, load_split, split_path
+from condvln.dataset.schema import load_checked_split, scene_file
+from condvln.dataset.vlnce import SPLITS, available_splits, load_split, split_path
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants, pair_consistency
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
@@ -61,7 +62,7 @@ from condvln.evaluation.predictions import Predictions, Trajectory, read_predict
 from condvln.evaluation.scoring import Record, invalid_episode, score_episode
 from condvln.evaluation.spaces import ContinuousSpace, FloatArray
 from condvln.evaluation.tables import FAILURE_CATEGORIES, ResultTable, table2, table3
-from condvln.io import atomic_write_bytes, dumps_json, read_json
+from condvln.io import atomic_write_bytes, dumps_json, output_lock, output_path
 from condvln.nav import GridConfig, GridNavigator, Unreachable
 from condvln.nav.geodesic import HAVE_SKFMM, GeodesicField
 from condvln.scene.serialize import load_scene
@@ -147,17 +148,12 @@ def sha256_file(path: Path) -> str:
 
 
 def load_split_episodes(dataset_dir: Path, split: str) -> list[dict[str, Any]]:
-    """The episodes of a split; for ``test`` merged with ``test_answers`` (goals, path, info)."""
-    episodes = load_split(dataset_dir, split)["episodes"]
-    if split != "test":
-        return episodes
-    answers_file = split_path(dataset_dir, split, "_answers")
-    answers = read_json(answers_file)
-    missing = [e["episode_id"] for e in episodes if str(e["episode_id"]) not in answers]
-    if missing:
-        raise ValidationError(f"{answers_file}: no answers for episodes {missing[:10]}")
-    keys = ("goals", "reference_path", "info")
-    return [{**e, **{k: answers[str(e["episode_id"])][k] for k in keys}} for e in episodes]
+    """The schema-checked episodes of a split; for ``test`` merged with ``test_answers``.
+
+    Raises:
+        FormatError: the first malformed record (file, episode, field).
+    """
+    return load_checked_split(dataset_dir, split).episodes
 
 
 def choose_split(dataset_dir: Path, episode_ids: Sequence[int]) -> str:
@@ -171,7 +167,9 @@ def choose_split(dataset_dir: Path, episode_ids: Sequence[int]) -> str:
     ids = set(episode_ids)
     ranked = []
     for split in available_splits(dataset_dir):
-        own = {e["episode_id"] for e in load_split(dataset_dir, split)["episodes"]}
+        episodes = load_split(dataset_dir, split)["episodes"]
+        own = {e.get("episode_id") for e in episodes if isinstance(e, dict)}
+        own = {i for i in own if isinstance(i, int) and not isinstance(i, bool)}
         if own:
             ranked.append(((own == ids, own >= ids, len(own & ids)), split))
     ranked.sort(key=lambda item: item[0], reverse=True)
@@ -227,6 +225,15 @@ def score_prediction(
     return record | {"off_map_positions": off_map}
 
 
+def _scene_geodesic(dataset_dir: Path, scene_id: str, split: str) -> SceneGeodesic:
+    """The scene's geodesics; scene problems name the split file and the scene file."""
+    path = scene_file(dataset_dir, scene_id, str(split_path(dataset_dir, split)), "scene")
+    try:
+        return SceneGeodesic(path)
+    except FormatError as exc:
+        raise exc.with_file(str(path)) from None
+
+
 def score_split(
     dataset_dir: Path,
     episodes: Sequence[Mapping[str, Any]],
@@ -243,7 +250,7 @@ def score_split(
     for scene_id, group in itertools.groupby(order, key=lambda i: episodes[i]["scene_id"]):
         indices = list(group)
         todo = [i for i in indices if episodes[i]["episode_id"] in predictions]
-        geodesic = SceneGeodesic(dataset_dir / scene_id) if todo else None
+        geodesic = _scene_geodesic(dataset_dir, scene_id, split) if todo else None
         for i in indices:
             try:
                 records[i] = _score_one(episodes[i], predictions, geodesic, split, options)
@@ -434,8 +441,10 @@ def evaluate_run(
     dataset_dir, predictions_path, out_dir = (
         Path(dataset_dir),
         Path(predictions_path),
-        Path(out_dir),
+        output_path(out_dir),
     )
+    if split is not None and split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
     predictions = read_predictions(predictions_path)
     split = split or choose_split(dataset_dir, list(predictions))
     if split not in available_splits(dataset_dir):
@@ -457,7 +466,8 @@ def evaluate_run(
         "manifest": _manifest(dataset_dir, predictions_path, split, seed, options) | {"run": name},
         "out_dir": str(out_dir),
     }
-    _write_outputs(out_dir, result)
+    with output_lock(out_dir):
+        _write_outputs(out_dir, result)
     return result
 
 

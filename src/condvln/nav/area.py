@@ -233,11 +233,11 @@ def build_nav_area(
     if not known:
         raise ValidationError(f"scene {scene.id!r}: no room has floor geometry")
     union = shapely.unary_union(known)
+    frame = frame_around(union.bounds, cell_size)  # refuses oversized scenes before any work
     walls = wall_lines(known, scene.doors)
     obstacles = obstacle_footprints(scene, agent)
     blockers = shapely.unary_union([walls, *(shape for _, shape in obstacles)])
     polygon = union.buffer(-agent.radius).difference(blockers.buffer(agent.radius))
-    frame = frame_around(union.bounds, cell_size)
     free_any = _rasterize(polygon, frame)
     free, islands = _main_component(free_any, frame)
     if not free.any():

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from condvln.errors import SceneFormatError
+
 IntArray = NDArray[np.intp]
 FloatArray = NDArray[np.float64]
 
@@ -88,14 +90,33 @@ class GridFrame:
         return rows, cols
 
 
+MAX_GRID_CELLS = 40_000_000
+"""Largest navigation grid (cells) built for one scene: 316 m × 316 m at 5 cm, far beyond any
+house; a larger request is refused before any array is allocated."""
+
+
 def frame_around(bounds: tuple[float, float, float, float], cell_size: float) -> GridFrame:
     """A grid frame covering ``(xmin, zmin, xmax, zmax)`` with a two-cell margin.
+
+    Raises:
+        SceneFormatError: the grid would exceed :data:`MAX_GRID_CELLS` (or the bounds are not
+            finite).
 
     >>> frame_around((0.0, 0.0, 1.0, 0.5), 0.25).shape
     (6, 8)
     """
     xmin, zmin, xmax, zmax = bounds
+    if not all(np.isfinite(bounds)):
+        raise SceneFormatError("scene bounds are not finite", record="scene", field="floor_polygon")
     margin = 2.0 * cell_size
-    cols = int(np.ceil((xmax - xmin + 2.0 * margin) / cell_size))
-    rows = int(np.ceil((zmax - zmin + 2.0 * margin) / cell_size))
+    width, depth = xmax - xmin + 2.0 * margin, zmax - zmin + 2.0 * margin
+    if (width / cell_size) * (depth / cell_size) > MAX_GRID_CELLS:
+        raise SceneFormatError(
+            f"spans {width:.0f} m × {depth:.0f} m: a {cell_size:g} m navigation grid would need "
+            f"{(width / cell_size) * (depth / cell_size):.2g} cells (limit {MAX_GRID_CELLS:.0e})",
+            record="scene",
+            field="floor_polygon",
+        )
+    cols = int(np.ceil(width / cell_size))
+    rows = int(np.ceil(depth / cell_size))
     return GridFrame(origin=(xmin - margin, zmin - margin), cell_size=cell_size, shape=(rows, cols))

@@ -28,22 +28,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from condvln.errors import SceneFormatError
+from condvln.io import LIMITS
 
 Vec3 = tuple[float, float, float]
 Point2 = tuple[float, float]
 
 
 def _finite_vector(value: Any, n: int, record: str, field_name: str) -> tuple[float, ...]:
-    """Coerce ``value`` to ``n`` finite floats or raise a :class:`SceneFormatError`."""
+    """Coerce ``value`` to ``n`` finite floats within ±``LIMITS.max_coordinate``, or raise."""
     try:
-        out = tuple(float(v) for v in value)
-    except (TypeError, ValueError):
+        out = tuple(float(v) for v in value if not isinstance(v, bool | str))
+        ok = len(out) == len(value) == n
+    except (TypeError, ValueError, OverflowError):
+        ok, out = False, ()
+    if not ok or not all(math.isfinite(v) for v in out):
         raise SceneFormatError(
-            f"must be {n} finite numbers, got {value!r}", record=record, field=field_name
-        ) from None
-    if len(out) != n or not all(math.isfinite(v) for v in out):
+            f"must be {n} finite numbers, got {value!r}"[:200], record=record, field=field_name
+        )
+    limit = LIMITS.max_coordinate
+    if any(abs(v) > limit for v in out):
         raise SceneFormatError(
-            f"must be {n} finite numbers, got {value!r}", record=record, field=field_name
+            f"must be within ±{limit:g} m (no indoor scene is larger), got {value!r}"[:200],
+            record=record,
+            field=field_name,
         )
     return out
 
@@ -140,17 +147,16 @@ class SceneObject:
                 )
             object.__setattr__(self, "aabb", AABB(lo, hi))  # type: ignore[arg-type]
         if self.radius is not None:
-            r = float(self.radius)
-            if not (math.isfinite(r) and r > 0.0):
+            (r,) = _finite_vector((self.radius,), 1, record, "radius")
+            if r <= 0.0:
                 raise SceneFormatError(
                     f"must be a positive finite number, got {self.radius!r}",
                     record=record,
                     field="radius",
                 )
             object.__setattr__(self, "radius", r)
-        if not math.isfinite(float(self.yaw)):
-            raise SceneFormatError(f"must be finite, got {self.yaw!r}", record=record, field="yaw")
-        object.__setattr__(self, "yaw", float(self.yaw))
+        (yaw,) = _finite_vector((self.yaw,), 1, record, "yaw")
+        object.__setattr__(self, "yaw", yaw)
 
     @property
     def box(self) -> AABB | None:
@@ -271,8 +277,9 @@ class Door:
         for rid in room_ids:
             _nonempty_text(rid, record, "room_ids")
         object.__setattr__(self, "room_ids", room_ids)
-        a = _finite_vector(self.segment[0], 2, record, "segment") if len(self.segment) == 2 else ()
-        b = _finite_vector(self.segment[1], 2, record, "segment") if len(self.segment) == 2 else ()
+        pair = isinstance(self.segment, Sequence) and len(self.segment) == 2
+        a = _finite_vector(self.segment[0], 2, record, "segment") if pair else ()
+        b = _finite_vector(self.segment[1], 2, record, "segment") if pair else ()
         if not a or math.dist(a, b) <= 1e-6:
             raise SceneFormatError(
                 "must be two distinct (x, z) end points", record=record, field="segment"

@@ -19,10 +19,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from condvln.errors import SceneFormatError
-from condvln.io import atomic_write_bytes, dumps_json, read_json
+from condvln.io import atomic_write_bytes, dumps_json, json_depth_exceeds, read_json
 from condvln.scene.model import AABB, Door, Room, Scene, SceneObject
 
 FORMAT_NAME = "condvln.scene"
+METADATA_DEPTH = 32
+"""Deepest nesting accepted in a scene's ``metadata`` (it must be written back as JSON)."""
 SCHEMA_VERSION = 1
 
 
@@ -117,6 +119,14 @@ def scene_from_dict(doc: Mapping[str, Any]) -> Scene:
         for i, d in enumerate(_list(_field(body, "doors", "scene"), "scene", "doors"))
     )
     metadata = body.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise SceneFormatError(
+            f"must be an object, got {type(metadata).__name__}", record="scene", field="metadata"
+        )
+    if json_depth_exceeds(metadata, METADATA_DEPTH):
+        raise SceneFormatError(
+            f"nested deeper than {METADATA_DEPTH} levels", record="scene", field="metadata"
+        )
     return Scene(
         id=_field(body, "id", "scene"),
         source=_field(body, "source", "scene"),
@@ -140,7 +150,9 @@ def _room_from_dict(raw: Any, index: int) -> Room:
         objects=objects,
         floor_polygon=None
         if polygon is None
-        else tuple(tuple(p) for p in _list(polygon, where, "floor_polygon")),
+        else tuple(
+            tuple(_list(p, where, "floor_polygon")) for p in _list(polygon, where, "floor_polygon")
+        ),
         floor_height=_field(raw, "floor_height", where),
         ceiling_height=_field(raw, "ceiling_height", where),
     )
@@ -151,8 +163,8 @@ def _object_from_dict(raw: Any, where: str) -> SceneObject:
     aabb = None
     if aabb_raw is not None:
         aabb = AABB(
-            tuple(_field(aabb_raw, "min", f"{where}.aabb")),  # type: ignore[arg-type]
-            tuple(_field(aabb_raw, "max", f"{where}.aabb")),  # type: ignore[arg-type]
+            tuple(_list(_field(aabb_raw, "min", f"{where}.aabb"), where, "aabb.min")),  # type: ignore[arg-type]
+            tuple(_list(_field(aabb_raw, "max", f"{where}.aabb"), where, "aabb.max")),  # type: ignore[arg-type]
         )
     size = _field(raw, "size", where)
     return SceneObject(
@@ -177,7 +189,10 @@ def _door_from_dict(raw: Any, index: int) -> Door:
     return Door(
         id=_field(raw, "id", where),
         room_ids=tuple(_list(_field(raw, "room_ids", where), where, "room_ids")),
-        segment=(tuple(segment[0]), tuple(segment[1])),  # type: ignore[arg-type]
+        segment=(
+            tuple(_list(segment[0], where, "segment")),
+            tuple(_list(segment[1], where, "segment")),
+        ),  # type: ignore[arg-type]
         kind=_field(raw, "kind", where),
     )
 

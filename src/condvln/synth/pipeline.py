@@ -7,6 +7,7 @@ same for any number of workers.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -19,7 +20,8 @@ import numpy as np
 
 from condvln.errors import ConfigError
 from condvln.graph import RelationConfig
-from condvln.scene.sources import load
+from condvln.io import check_regular_file
+from condvln.scene.sources import SOURCES, load
 from condvln.synth.balance import balance, balance_report
 from condvln.synth.driver import synthesize
 from condvln.synth.sampler import Instance
@@ -63,26 +65,62 @@ def scene_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence([seed, index]).generate_state(1, dtype=np.uint64)[0])
 
 
-def scene_specs(source: str, count: int | None, inputs: Sequence[str] = ()) -> list[SceneSpec]:
+SCENE_SUFFIXES = (".json", ".house", ".npz", ".scn")
+"""Files a directory given as ``--input`` expands to (``*.scene_instance.json`` are ``.json``)."""
+
+
+def scene_specs(
+    source: str,
+    count: int | None,
+    inputs: Sequence[str] = (),
+    duplicates: list[tuple[str, str]] | None = None,
+) -> list[SceneSpec]:
     """The scenes of a run: procedural seeds ``0 .. count-1``, or the given files / names.
 
-    Directories in ``inputs`` expand to their ``*.json``, ``*.house``, ``*.npz`` and
-    ``*.scene_instance.json`` files, sorted; ``count`` then keeps the first ``count``.
+    Directories in ``inputs`` expand to their ``*.json`` (including ``*.scene_instance.json``),
+    ``*.house``, ``*.npz`` and ``*.scn`` files, sorted. Scene files are identified by content:
+    a file with the same bytes as an earlier one is used once (``duplicates`` receives
+    ``(skipped, kept)`` pairs). ``count`` then keeps the first ``count``.
+
+    Raises:
+        ConfigError: an unknown source, or a file-based source without inputs.
     """
+    SOURCES.get(source)  # unknown names fail first, with a suggestion
     if source == "procedural" and not inputs:
         return [SceneSpec(source, str(i)) for i in range(count or 0)]
     refs: list[str] = []
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            refs.extend(
-                str(p) for p in sorted(path.iterdir()) if p.suffix in (".json", ".house", ".npz")
-            )
+            refs.extend(str(p) for p in sorted(path.iterdir()) if p.suffix in SCENE_SUFFIXES)
         else:
             refs.append(item)
     if not refs:
         raise ConfigError(f"source {source!r} needs --input files or directories")
+    refs = _unique_by_content(refs, duplicates if duplicates is not None else [])
     return [SceneSpec(source, r) for r in refs[:count] if count is None or count > 0]
+
+
+def _unique_by_content(refs: list[str], duplicates: list[tuple[str, str]]) -> list[str]:
+    """``refs`` without files whose bytes equal an earlier file's (names that are not files stay)."""
+    first: dict[str, str] = {}
+    unique = []
+    for ref in refs:
+        path = Path(ref)
+        if path.is_file():
+            digest = hashlib.sha256(read_bytes_raw(path)).hexdigest()
+            if digest in first:
+                duplicates.append((ref, first[digest]))
+                continue
+            first[digest] = ref
+        unique.append(ref)
+    return unique
+
+
+def read_bytes_raw(path: Path) -> bytes:
+    """A scene file's bytes as stored (through the input layer's checks, not decompressed)."""
+    check_regular_file(path)
+    return path.read_bytes()
 
 
 def _synthesize_one(

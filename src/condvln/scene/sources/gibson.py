@@ -47,7 +47,6 @@ from __future__ import annotations
 import io
 import math
 import pickle
-import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -56,7 +55,7 @@ import numpy as np
 
 from condvln.errors import SceneFormatError
 from condvln.frames import habitat_from_zup
-from condvln.io import read_bytes, read_json
+from condvln.io import read_bytes, read_json, read_zip_member
 from condvln.scene.labels import normalize_category, normalize_room_type
 from condvln.scene.model import AABB, Room, Scene, SceneObject, Vec3
 from condvln.scene.sources import SceneSource, register
@@ -136,15 +135,7 @@ def read_npz_member(data: bytes, member: str = OUTPUT_MEMBER) -> Any:
         SceneFormatError: not a zip archive, no such member, a bad ``.npy`` header, a corrupt
             payload or a refused pickled global.
     """
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            if member not in archive.namelist():
-                raise SceneFormatError(
-                    f"no {member!r} member (has {archive.namelist()})", field="output"
-                )
-            raw = archive.read(member)
-    except (zipfile.BadZipFile, EOFError, OSError) as exc:
-        raise SceneFormatError(f"not a valid .npz (zip) archive ({exc})") from None
+    raw = read_zip_member(data, member, "", SceneFormatError)
     stream = io.BytesIO(raw)
     try:
         version = np.lib.format.read_magic(stream)
@@ -153,6 +144,13 @@ def read_npz_member(data: bytes, member: str = OUTPUT_MEMBER) -> Any:
         shape, _, dtype = HEADER_READERS[version](stream)
     except ValueError as exc:
         raise SceneFormatError(f"bad .npy header ({exc})", field="output") from None
+    payload = len(raw) - stream.tell()
+    announced = math.prod(shape) * dtype.itemsize
+    if not dtype.hasobject and announced != payload:
+        raise SceneFormatError(
+            f"header announces {announced} bytes of data, the member holds {payload}",
+            field="output",
+        )
     if not dtype.hasobject:
         stream.seek(0)
         return np.load(stream, allow_pickle=False)

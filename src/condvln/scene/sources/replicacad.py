@@ -45,7 +45,6 @@ The stage is recorded in ``scene.metadata`` only.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -60,7 +59,7 @@ from shapely.geometry import Point, Polygon
 
 from condvln.errors import SceneFormatError
 from condvln.frames import quaternion_to_yaw, xyzw_from_wxyz
-from condvln.io import read_bytes, read_json
+from condvln.io import inside, parse_json, read_bytes, read_json
 from condvln.scene.catalogue import load_catalogue
 from condvln.scene.labels import normalize_category, normalize_room_type
 from condvln.scene.model import AABB, Room, Scene, SceneObject, Vec3
@@ -199,7 +198,15 @@ def _root_nodes(gltf: Mapping[str, Any], nodes: list[Any]) -> list[Any]:
         return as_list(
             as_mapping(scenes[index], "glTF scene", "scene").get("nodes", []), "glTF scene", "nodes"
         )
-    children = {c for n in nodes if isinstance(n, Mapping) for c in n.get("children", [])}
+    children = set()
+    for i, node in enumerate(nodes):
+        listed = node.get("children", []) if isinstance(node, Mapping) else []
+        for child in as_list(listed, f"node {i}", "children"):
+            if isinstance(child, bool) or not isinstance(child, int):
+                raise SceneFormatError(
+                    f"must list node indices, got {child!r}", record=f"node {i}", field="children"
+                )
+            children.add(child)
     return [i for i in range(len(nodes)) if i not in children]
 
 
@@ -269,10 +276,10 @@ def read_glb_json(path: Path) -> Any:
     if problem is not None:
         raise SceneFormatError(problem[1], file=str(path), field=problem[0])
     try:
-        return json.loads(data[20 : 20 + chunk_length])
-    except (UnicodeDecodeError, ValueError) as exc:
+        return parse_json(data[20 : 20 + chunk_length], str(path), "chunk 0", SceneFormatError)
+    except SceneFormatError as exc:
         raise SceneFormatError(
-            f"JSON chunk is not valid JSON ({exc})", file=str(path), field="chunk 0"
+            f"JSON chunk: {exc.message}", file=str(path), field="chunk 0"
         ) from None
 
 
@@ -296,10 +303,19 @@ class _Assets:
     cache: dict[str, LocalBox | None] = field(default_factory=dict)
 
     def find(self, names: Sequence[str]) -> Path | None:
+        """The first existing ``root / name``; one that resolves outside the scene tree (the
+        last root) through a symlink is refused."""
         for root in self.roots:
             for name in names:
                 path = root / name
                 if path.is_file():
+                    inside(
+                        self.roots[-1],
+                        str(path.relative_to(self.roots[-1])),
+                        record="asset",
+                        field=name,
+                        error=SceneFormatError,
+                    )
                     return path
         return None
 
@@ -376,6 +392,16 @@ class _Instance:
 def _instance(raw: Any, record: str, default_origin: Any, articulated: bool) -> _Instance:
     data = as_mapping(raw, record, "instance")
     template = as_text(data.get("template_name"), record, "template_name")
+    if (
+        template.startswith(("/", "~", "\\"))
+        or ".." in re.split(r"[/\\]", template)
+        or "\0" in template
+    ):
+        raise SceneFormatError(
+            f"must be a relative asset name inside the scene folder, got {template!r}",
+            record=record,
+            field="template_name",
+        )
     record = f"{record} {template!r}"
     translation = _numbers(data.get("translation", [0, 0, 0]), 3, record, "translation")
     w, x, y, z = _numbers(data.get("rotation", [1, 0, 0, 0]), 4, record, "rotation")
