@@ -7,8 +7,9 @@ Reading (:func:`read_bytes`, :func:`read_json`, :func:`parse_json`, :func:`read_
   larger than :attr:`Limits.max_file_bytes`;
 * gzip files and zip members are decompressed as a stream with a byte budget
   (:attr:`Limits.max_decompressed_bytes`), so a compression bomb stops at the budget;
-* JSON deeper than orjson's 1,024 levels, or with numbers beyond the float range, is a clean
-  one-line error (never ``RecursionError`` / ``OverflowError``);
+* JSON deeper than orjson's 1,024 levels is a clean one-line error (never ``RecursionError``);
+  numbers beyond the float range are read as ``inf`` (never ``OverflowError``), so the
+  record's validation names the field that holds them;
 * :data:`LIMITS` holds the caps (environment overrides: ``CONDVLN_MAX_FILE_MB``,
   ``CONDVLN_MAX_DECOMPRESSED_MB``); :attr:`Limits.max_coordinate` bounds every coordinate a
   scene or episode may hold, before geometry libraries see it.
@@ -46,6 +47,7 @@ import fcntl
 import gzip
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -229,8 +231,14 @@ _NON_STANDARD = re.compile(rb"NaN|Infinity")
 
 
 def _python_int(text: str) -> int | float:
+    """Integers beyond 64 bits become floats (``inf`` beyond the float range), as orjson does."""
     value = int(text)
-    return value if abs(value) < 2**63 else float(value)
+    if abs(value) < 2**63:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def parse_json(
@@ -243,7 +251,8 @@ def parse_json(
 
     Non-standard ``NaN`` / ``Infinity`` literals are parsed (as Python's ``json`` writes them), so
     that the caller's validation can report the record and field that hold them. Nesting deeper
-    than 1,024 levels and numbers beyond the float range are refused.
+    than 1,024 levels is refused; numbers beyond the float range become ``inf`` (so validation
+    reports them as not finite, naming their field).
     """
     try:
         return orjson.loads(data)
@@ -251,12 +260,7 @@ def parse_json(
         text = str(exc)
         if "depth limit" in text or "recursion" in text.lower():
             raise error("JSON nested deeper than 1024 levels", file=file, record=record) from None
-        if "infinity when parsed" in text:
-            where = f"line {exc.lineno}, column {exc.colno}"
-            raise error(
-                f"number out of range (beyond ±1.8e308) at {where}", file=file, record=record
-            ) from None
-        if _NON_STANDARD.search(data):
+        if "infinity when parsed" in text or _NON_STANDARD.search(data):
             try:
                 return json.loads(data, parse_int=_python_int)
             except RecursionError:

@@ -179,7 +179,7 @@ def test_validate_passes_then_catches_each_corruption(dataset: Path, tmp_path: P
         return orjson.dumps(doc).replace(b"98765.4321", b"NaN")
 
     expected = {
-        "flip": "train: episode 3: field 'info.condvln': branch_path",
+        "flip": "train: episode 3: field 'info.condvln.program': branch_path",
         "move": "train: episode 3: field 'goals[0].position'",
         "unknown_word": "field 'instruction.instruction_tokens'",
         "nan": "train: episode 3: field 'start_position[0]': not finite",

@@ -281,7 +281,7 @@ def test_split_must_be_clear(dataset: Path, tmp_path: Path) -> None:
     preds = _write_jsonl(tmp_path / "one.jsonl", {1: [[0.0, 0.0, 0.0]]})
     with pytest.raises(ConfigError, match="--split"):
         evaluate_run(dataset, preds, tmp_path / "out")
-    with pytest.raises(ConfigError, match="not found"):
+    with pytest.raises(ConfigError, match="unknown split 'nope'"):
         evaluate_run(dataset, preds, tmp_path / "out", split="nope")
 
 
@@ -292,7 +292,7 @@ def test_malformed_dataset_episode(dataset: Path, episodes: list[Episode], tmp_p
     del doc["episodes"][0]["goals"]
     dump_gz(split_path(broken, SPLIT), doc)
     preds = _write_jsonl(tmp_path / "p.jsonl", _perfect(episodes))
-    with pytest.raises(FormatError, match="episode 1: missing or malformed episode field"):
+    with pytest.raises(FormatError, match="episode 1: field 'goals': missing"):
         evaluate_run(broken, preds, tmp_path / "out", split=SPLIT)
 
 

@@ -227,7 +227,11 @@ def _simulator(dataset_dir: Path, scene_id: str, protocol: ObservationProtocol) 
     key = f"{dataset_dir}|{scene_id}|{protocol.protocol_hash()}"
     if key not in _SIMULATORS:
         _SIMULATORS.clear()
-        _SIMULATORS[key] = Simulator(load_scene(dataset_dir / scene_id), protocol)
+        path = dataset_dir / scene_id
+        try:
+            _SIMULATORS[key] = Simulator(load_scene(path), protocol)
+        except FormatError as exc:
+            raise exc.with_file(str(path)) from None
     return _SIMULATORS[key]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 
 from condvln.dataset.schema import load_checked_split
-from condvln.dataset.vlnce import available_splits, dump_gz, encode, split_path
+from condvln.dataset.vlnce import SPLITS, dump_gz, encode, split_path
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.io import atomic_directory, check_regular_file, inside, output_path
 
@@ -48,10 +48,9 @@ def oracle_transform(source: str | Path, out: str | Path, *, overwrite: bool = F
         raise ConfigError(f"{out} exists; pass --overwrite to replace it")
     if source.resolve() in (out.resolve(), *out.resolve().parents):
         raise ConfigError(f"{out} is the source dataset or inside it; pick another folder")
-    splits = available_splits(source)
-    if not splits:
-        raise FormatError("no split files found", file=str(source))
-    checked = {split: load_checked_split(source, split) for split in splits}
+    if not source.is_dir():
+        raise FormatError("not a dataset folder", file=str(source))
+    checked = {split: load_checked_split(source, split) for split in SPLITS}
     rewritten: dict[str, dict] = {}
     for split, data in checked.items():
         doc = data.doc

@@ -27,7 +27,6 @@ one :class:`~condvln.errors.FormatError` naming the file, the line or episode, a
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ import orjson
 from numpy.typing import NDArray
 
 from condvln.errors import FormatError
-from condvln.io import read_bytes
+from condvln.io import parse_json, read_bytes
 
 N_ACTIONS = 4
 """VLN-CE action ids are ``0 .. N_ACTIONS - 1`` (STOP, FORWARD, LEFT, RIGHT)."""
@@ -142,17 +141,8 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
 
 
 def _parse(text: bytes, file: Path, record: str | None = None) -> Any:
-    """JSON (NaN / Infinity literals accepted, so validation can name the field that holds them)."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        try:
-            return json.loads(text)
-        except ValueError:
-            pass
-        reason = str(exc).split(":")[0].lower()
-        message = f"not valid JSON ({reason} at line {exc.lineno}, column {exc.colno})"
-        raise FormatError(message, file=str(file), record=record) from None
+    """JSON through the input layer (NaN / Infinity accepted, so validation names the field)."""
+    return parse_json(text, str(file), record)
 
 
 def _jsonl(data: bytes, file: Path) -> Predictions:

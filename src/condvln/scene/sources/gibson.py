@@ -55,7 +55,7 @@ import numpy as np
 
 from condvln.errors import SceneFormatError
 from condvln.frames import habitat_from_zup
-from condvln.io import read_bytes, read_json, read_zip_member
+from condvln.io import LIMITS, read_bytes, read_json, read_zip_member
 from condvln.scene.labels import normalize_category, normalize_room_type
 from condvln.scene.model import AABB, Room, Scene, SceneObject, Vec3
 from condvln.scene.sources import SceneSource, register
@@ -171,7 +171,13 @@ def _vec3(value: Any, record: str, field: str) -> Vec3:
         numbers = []
     if len(numbers) != 3 or not all(math.isfinite(v) for v in numbers):
         raise SceneFormatError(
-            f"must be 3 finite numbers, got {value!r}", record=record, field=field
+            f"must be 3 finite numbers, got {value!r}"[:200], record=record, field=field
+        )
+    if any(abs(v) > LIMITS.max_coordinate for v in numbers):
+        raise SceneFormatError(
+            f"must be within ±{LIMITS.max_coordinate:g}, got {value!r}"[:200],
+            record=record,
+            field=field,
         )
     return numbers[0], numbers[1], numbers[2]
 

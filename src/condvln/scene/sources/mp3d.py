@@ -47,7 +47,7 @@ from pathlib import Path
 
 from condvln.errors import SceneFormatError
 from condvln.frames import habitat_box_from_zup
-from condvln.io import read_bytes
+from condvln.io import LIMITS, read_bytes
 from condvln.scene.labels import normalize_category
 from condvln.scene.model import AABB, Point2, Room, Scene, SceneObject, Vec3, polygon_area
 from condvln.scene.sources import SceneSource, register
@@ -149,7 +149,13 @@ class _Line:
             values = ()
         if len(values) != count or not all(math.isfinite(v) for v in values):
             raise SceneFormatError(
-                f"must be {count} finite numbers, got {' '.join(raw)!r}",
+                f"must be {count} finite numbers, got {' '.join(raw)!r}"[:200],
+                record=self.record,
+                field=name,
+            )
+        if any(abs(v) > LIMITS.max_coordinate for v in values):
+            raise SceneFormatError(
+                f"must be within ±{LIMITS.max_coordinate:g}, got {' '.join(raw)!r}"[:200],
                 record=self.record,
                 field=name,
             )

@@ -43,7 +43,7 @@ from typing import Any
 
 from condvln.errors import SceneFormatError
 from condvln.frames import habitat_from_thor, habitat_yaw_from_thor
-from condvln.io import read_json
+from condvln.io import LIMITS, read_json
 from condvln.scene.labels import normalize_category, normalize_room_type
 from condvln.scene.model import Door, Point2, Room, Scene, SceneObject, Vec3, polygon_area
 from condvln.scene.sources import SceneSource, register
@@ -111,7 +111,13 @@ def as_number(value: Any, record: str, field: str) -> float:
     """
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise SceneFormatError(
-            f"must be a finite number, got {value!r}", record=record, field=field
+            f"must be a finite number, got {value!r}"[:200], record=record, field=field
+        )
+    if abs(value) > LIMITS.max_coordinate:
+        raise SceneFormatError(
+            f"must be within ±{LIMITS.max_coordinate:g}, got {value!r}"[:200],
+            record=record,
+            field=field,
         )
     return float(value)
 

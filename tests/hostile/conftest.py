@@ -1,0 +1,1101 @@
+"""The hostile-input corpus: cases generated here (never stored as files), run in-process.
+
+Every case builds its hostile input in a fresh temporary folder, runs one ``condvln`` command
+through :func:`condvln.cli.main` in this process, and checks the contract of the issue:
+
+* the exit code (2 for a bad input; ``validate`` reports problems with exit code 1);
+* exactly one error line on stderr naming the file, and the record and field when they exist
+  (``validate``: a problem line naming split, episode and field);
+* no traceback;
+* nothing left behind: no output folder, no temporary sibling, the input dataset unchanged.
+
+:func:`pytest_generate_tests` parametrises every test that takes a ``case`` with
+:func:`all_cases`; ``test_corpus.py`` holds the tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import hashlib
+import io
+import json
+import math
+import os
+import pickle
+import shutil
+import signal
+import struct
+import sys
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+DELETE = object()
+"""Mutation value meaning "remove this key"."""
+
+
+# --- running a command in-process ------------------------------------------------------------------
+
+
+class Hang(BaseException):
+    """A command ran past its time limit (raised by SIGALRM; not an ``Exception``)."""
+
+
+@contextmanager
+def _time_limit(seconds: int) -> Iterator[None]:
+    def fire(signum: int, frame: Any) -> None:
+        raise Hang(f"no answer after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def invoke(argv: list[str], env: dict[str, str] | None = None, timeout: int = 60) -> Result:
+    """Run ``condvln ARGV`` through :func:`condvln.cli.main` here; capture code and output."""
+    from condvln import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_argv, code = sys.argv, 0
+    cli.console.width = 400  # no wrapping: one problem, one line
+    sys.argv = ["condvln", *argv]
+    try:
+        with (
+            _environment(env or {}),
+            redirect_stdout(out),
+            redirect_stderr(err),
+            _time_limit(timeout),
+        ):
+            try:
+                cli.main()
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = saved_argv
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+@dataclass(frozen=True)
+class Result:
+    """Exit code and captured output of one command."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+
+# --- the base data ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Base:
+    """Valid inputs the cases corrupt (built once per session)."""
+
+    full: Path  # a small generated dataset, every split non-empty
+    vu: Path  # one val_unseen episode, the other splits empty
+    test: Path  # one test episode, the other splits empty
+    scene: Path  # a valid CondVLN scene file (the val_unseen episode's)
+
+
+def read_gz(path: Path) -> Any:
+    return orjson.loads(gzip.decompress(path.read_bytes()))
+
+
+def write_gz(path: Path, obj: Any) -> None:
+    path.write_bytes(gzip.compress(orjson.dumps(obj), mtime=0))
+
+
+def _only(source: Path, dest: Path, keep: str) -> None:
+    """Copy ``source`` keeping one episode of split ``keep`` and emptying the others."""
+    from condvln.dataset.vlnce import SPLITS, split_path
+
+    shutil.copytree(source, dest)
+    for split in SPLITS:
+        doc = read_gz(split_path(dest, split))
+        side_name = "_answers" if split == "test" else "_gt"
+        side = read_gz(split_path(dest, split, side_name))
+        doc["episodes"] = doc["episodes"][:1] if split == keep else []
+        ids = {str(e["episode_id"]) for e in doc["episodes"]}
+        write_gz(split_path(dest, split), doc)
+        write_gz(split_path(dest, split, side_name), {k: v for k, v in side.items() if k in ids})
+
+
+@pytest.fixture(scope="session")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
+    from condvln.dataset.generate import GenerateConfig, generate_dataset
+    from condvln.dataset.vlnce import split_path
+
+    root = tmp_path_factory.mktemp("hostile-base")
+    full = root / "full"
+    generate_dataset(GenerateConfig(scenes=8, per_scene=30, seed=0), full, workers=1)
+    _only(full, root / "vu", "val_unseen")
+    _only(full, root / "test", "test")
+    episode = read_gz(split_path(root / "vu", "val_unseen"))["episodes"][0]
+    return Base(full, root / "vu", root / "test", root / "vu" / episode["scene_id"])
+
+
+def tree_digest(root: Path) -> str:
+    """Hash of every path and file content under ``root`` (symlinks by target)."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(str(path.relative_to(root)).encode())
+        if path.is_symlink():
+            digest.update(os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+# --- cases -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Ctx:
+    """What a case's ``prepare`` gets: the base data and its own empty folder."""
+
+    base: Base
+    tmp: Path
+
+    def dataset(self, which: str = "vu") -> Path:
+        """A private copy of a base dataset."""
+        dest = self.tmp / "ds"
+        shutil.copytree(getattr(self.base, which), dest, symlinks=True)
+        return dest
+
+
+@dataclass
+class Case:
+    """One hostile input and the command that reads it.
+
+    ``prepare(ctx)`` builds the input and returns the argument list; ``needles`` must all
+    appear in the one error line (``{tmp}`` is replaced by the case folder); ``outputs`` are
+    paths (relative to the case folder) that must not exist afterwards.
+    """
+
+    id: str
+    category: str
+    prepare: Callable[[Ctx], list[str]]
+    needles: tuple[str, ...] = ()
+    code: int = 2
+    outputs: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# --- dataset record mutations ----------------------------------------------------------------------
+
+
+def set_path(doc: Any, path: str, value: Any) -> None:
+    """Set (or, with :data:`DELETE`, remove) the dotted path ``a.b[0].c`` in ``doc``."""
+    keys: list[Any] = []
+    for part in path.split("."):
+        name, _, rest = part.partition("[")
+        if name:
+            keys.append(name)
+        if rest:
+            keys.extend(int(i) for i in rest.rstrip("]").split("]["))
+    target = doc
+    for key in keys[:-1]:
+        target = target[key]
+    if value is DELETE:
+        del target[keys[-1]]
+    else:
+        target[keys[-1]] = copy.deepcopy(value)
+
+
+NAN = float("nan")
+EPISODE_MUTATIONS: list[tuple[str, Any, str]] = [
+    # (path, hostile value, field the error must name)
+    ("episode_id", "ep-1", "episode_id"),
+    ("episode_id", 1.5, "episode_id"),
+    ("episode_id", True, "episode_id"),
+    ("episode_id", None, "episode_id"),
+    ("episode_id", DELETE, "episode_id"),
+    ("trajectory_id", "t1", "trajectory_id"),
+    ("trajectory_id", DELETE, "trajectory_id"),
+    ("scene_id", "../../outside_scene.json", "scene_id"),
+    ("scene_id", "/etc/passwd", "scene_id"),
+    ("scene_id", "/dev/zero", "scene_id"),
+    ("scene_id", "scenes/../../../etc/hostname", "scene_id"),
+    ("scene_id", "scenes/missing.json", "scene_id"),
+    ("scene_id", "scenes", "scene_id"),
+    ("scene_id", 7, "scene_id"),
+    ("scene_id", "", "scene_id"),
+    ("scene_id", DELETE, "scene_id"),
+    ("start_position", [], "start_position"),
+    ("start_position", [0.0, 0.0], "start_position"),
+    ("start_position", [0.0, 0.0, 0.0, 0.0], "start_position"),
+    ("start_position", ["a", 0.0, 0.0], "start_position"),
+    ("start_position", "0,0,0", "start_position"),
+    ("start_position", [1e308, 0.0, 0.0], "start_position"),
+    ("start_position", [True, 0.0, 0.0], "start_position"),
+    ("start_position", [NAN, 0.0, 0.0], "start_position"),
+    ("start_position", None, "start_position"),
+    ("start_position", DELETE, "start_position"),
+    ("start_rotation", [], "start_rotation"),
+    ("start_rotation", [0.0, 0.0, 1.0], "start_rotation"),
+    ("start_rotation", [0.0, 0.0, 0.0, 1.0, 0.0], "start_rotation"),
+    ("start_rotation", [0.0, 0.0, 0.0, 0.0], "start_rotation"),
+    ("start_rotation", [0.0, 0.5, 0.0, 0.5], "start_rotation"),
+    ("start_rotation", ["0", "0", "0", "1"], "start_rotation"),
+    ("start_rotation", "identity", "start_rotation"),
+    ("start_rotation", [NAN, 0.0, 0.0, 1.0], "start_rotation"),
+    ("start_rotation", DELETE, "start_rotation"),
+    ("goals", [], "goals"),
+    ("goals", {}, "goals"),
+    ("goals", [{"position": [0.0, 0.0], "radius": 1.0}], "goals[0].position"),
+    ("goals", [{"position": [0.0, 0.0, 0.0], "radius": -1.0}], "goals[0].radius"),
+    ("goals", [{"position": [0.0, 0.0, 0.0], "radius": "1"}], "goals[0].radius"),
+    ("goals", [{"radius": 1.0}], "goals[0].position"),
+    ("goals", [5], "goals[0]"),
+    ("goals", DELETE, "goals"),
+    ("instruction", "go to the bed", "instruction"),
+    ("instruction", {}, "instruction.instruction_text"),
+    ("instruction.instruction_text", 5, "instruction.instruction_text"),
+    ("instruction.instruction_tokens", "abc", "instruction.instruction_tokens"),
+    ("instruction.instruction_tokens", [1, -2], "instruction.instruction_tokens"),
+    ("instruction", DELETE, "instruction"),
+    ("reference_path", [], "reference_path"),
+    ("reference_path", [[0.0, 0.0]], "reference_path[0]"),
+    ("reference_path", "a path", "reference_path"),
+    ("reference_path", [[1e300, 0.0, 0.0]], "reference_path[0]"),
+    ("reference_path", DELETE, "reference_path"),
+    ("info", [], "info"),
+    ("info", "info", "info"),
+    ("info", DELETE, "info"),
+    ("info.geodesic_distance", "far", "info.geodesic_distance"),
+    ("info.geodesic_distance", -1.0, "info.geodesic_distance"),
+    ("info.condvln", [], "info.condvln"),
+    ("info.condvln.goal", [], "info.condvln.goal"),
+    ("info.condvln.goal.position", [0.0], "info.condvln.goal.position"),
+    ("info.condvln.goal.object_id", 5, "info.condvln.goal.object_id"),
+    ("info.condvln.subgoals", "none", "info.condvln.subgoals"),
+    ("info.condvln.subgoals", [5], "info.condvln.subgoals[0]"),
+    ("info.condvln.branch_goals", [], "info.condvln.branch_goals"),
+    ("info.condvln.branch_goals", DELETE, "info.condvln.branch_goals"),
+    ("info.condvln.leaf_index", "0", "info.condvln.leaf_index"),
+    ("info.condvln.leaf_index", -1, "info.condvln.leaf_index"),
+    ("info.condvln.leaf_index", 99, "info.condvln.leaf_index"),
+    ("info.condvln.leaf_index", 1.0, "info.condvln.leaf_index"),
+    ("info.condvln.n_branches", 0, "info.condvln.n_branches"),
+    ("info.condvln.n_branches", "2", "info.condvln.n_branches"),
+    ("info.condvln.step_budget", -5, "info.condvln.step_budget"),
+    ("info.condvln.step_budget", "100", "info.condvln.step_budget"),
+    ("info.condvln.step_budget", 10**12, "info.condvln.step_budget"),
+    ("info.condvln.oracle_instruction", 5, "info.condvln.oracle_instruction"),
+    ("info.condvln.branch_path", "yes", "info.condvln.branch_path"),
+    ("info.condvln.branch_path", [1], "info.condvln.branch_path"),
+    ("info.condvln.program", "if", "info.condvln.program"),
+    ("info.condvln.config", {"relations": []}, "info.condvln.config.relations"),
+]
+"""Mis-typed, missing, out-of-range and escaping fields of one episode (all four readers)."""
+
+VALIDATE_ONLY_MUTATIONS: list[tuple[str, Any, str]] = [
+    ("info.condvln.goal.object_id", "no_such_object_7", "info.condvln.goal.object_id"),
+    ("info.condvln.branch_goals[0].object_id", "no_such_object", "info.condvln.branch_goals[0]"),
+    ("info.condvln.program", {"steps": "go"}, "info.condvln.program"),
+    ("info.condvln.program", {"steps": []}, "info.condvln.program"),
+    ("info.geodesic_distance", 123.0, "info.geodesic_distance"),
+    ("start_rotation", [0.0, 0.0, 0.0, 1.0 + 1e-4], "start_rotation"),
+]
+"""Schema-valid but wrong: only ``validate`` re-derives these from the scene."""
+
+TEST_ANSWER_MUTATIONS: list[tuple[str, Any, str]] = [
+    ("goals", DELETE, "goals"),
+    ("goals", [{"position": "here", "radius": 1.0}], "goals[0].position"),
+    ("reference_path", [["x", 0, 0]], "reference_path[0]"),
+    ("info.condvln.leaf_index", "first", "info.condvln.leaf_index"),
+    ("info.condvln.goal", DELETE, "info.condvln.goal"),
+    ("info", 5, "info"),
+    ("gt.actions", [1, 9, 0], "gt.actions"),
+    ("gt.actions", [True, 0], "gt.actions"),
+    ("gt.locations", [[0, 0]], "gt.locations[0]"),
+    ("gt.forward_steps", "3", "gt.forward_steps"),
+]
+"""Corruptions of the test split's answers entry."""
+
+
+def _label(value: Any) -> str:
+    if value is DELETE:
+        return "deleted"
+    text = json.dumps(value) if not (isinstance(value, float) and math.isnan(value)) else "NaN"
+    return text[:24].replace(" ", "")
+
+
+def _dump_with_nan(obj: Any) -> bytes:
+    return json.dumps(obj).encode()  # NaN literals, as Python's json writes them
+
+
+def _mutated(split: str, path: str, value: Any, answer: bool = False) -> Callable[[Ctx], Path]:
+    """A dataset copy whose first ``split`` episode (or its test answer) has ``path = value``."""
+
+    def build(ctx: Ctx) -> Path:
+        from condvln.dataset.vlnce import split_path
+
+        ds = ctx.dataset("test" if split == "test" else "vu")
+        file = split_path(ds, split, "_answers" if answer else "")
+        doc = read_gz(file)
+        if answer:
+            set_path(doc[next(iter(doc))], path, value)
+        else:
+            set_path(doc["episodes"][0], path, value)
+        file.write_bytes(gzip.compress(_dump_with_nan(doc), mtime=0))
+        return ds
+
+    return build
+
+
+def _predictions_for(ctx: Ctx, ds: Path, split: str) -> Path:
+    """A valid JSONL prediction of the episode of ``split`` (start pose, then STOP)."""
+    from condvln.dataset.vlnce import split_path
+
+    try:
+        file = split_path(ds, split)
+        assert file.is_file() and not file.is_symlink()  # never block on a FIFO
+        start = read_gz(file)["episodes"][0]["start_position"]
+    except Exception:  # the split file is the hostile part: any start will do
+        start = [0.0, 0.0, 0.0]
+    if not (isinstance(start, list) and len(start) == 3 and all(type(c) is float for c in start)):
+        start = [0.0, 0.0, 0.0]
+    eid = 1
+    path = ctx.tmp / "pred.jsonl"
+    record = {
+        "episode_id": eid,
+        "positions": [start],
+        "headings": [0.0],
+        "actions": [],
+        "stop": True,
+    }
+    path.write_bytes(orjson.dumps(record) + b"\n")
+    return path
+
+
+def _reader_commands(
+    build: Callable[[Ctx], Path], split: str
+) -> dict[str, tuple[Callable[[Ctx], list[str]], tuple[str, ...]]]:
+    """The four dataset readers on a prepared dataset: argv builder and outputs to check."""
+
+    def validate(ctx: Ctx) -> list[str]:
+        return ["validate", str(build(ctx)), "-q", "--show", "1000"]
+
+    def run(ctx: Ctx) -> list[str]:
+        ds = build(ctx)
+        return ["run", "--agent", "random", "--dataset", str(ds), "--split", split,
+                "--out", str(ctx.tmp / "run"), "-j", "1", "-q"]  # fmt: skip
+
+    def evaluate(ctx: Ctx) -> list[str]:
+        ds = build(ctx)
+        pred = _predictions_for(ctx, ds, split)
+        return ["evaluate", str(ds), str(pred), "--out", str(ctx.tmp / "eval"), "--split", split]
+
+    def oracle(ctx: Ctx) -> list[str]:
+        return ["oracle", str(build(ctx)), str(ctx.tmp / "oracle")]
+
+    return {
+        "validate": (validate, ()),
+        "run": (run, ("run",)),
+        "evaluate": (evaluate, ("eval",)),
+        "oracle": (oracle, ("oracle",)),
+    }
+
+
+def record_cases() -> list[Case]:
+    cases = []
+    for path, value, field_name in EPISODE_MUTATIONS:
+        build = _mutated("val_unseen", path, value)
+        for command, (prepare, outputs) in _reader_commands(build, "val_unseen").items():
+            needle = f"field '{field_name}"
+            if command == "validate":
+                cases.append(
+                    Case(f"{command}-{path}={_label(value)}", "episode field", prepare,
+                         ("val_unseen: episode", needle), code=1))  # fmt: skip
+            else:
+                cases.append(
+                    Case(f"{command}-{path}={_label(value)}", "episode field", prepare,
+                         ("val_unseen.json.gz", "episode", needle), outputs=outputs))  # fmt: skip
+    for path, value, field_name in VALIDATE_ONLY_MUTATIONS:
+        prepare = _reader_commands(_mutated("val_unseen", path, value), "val_unseen")["validate"][0]
+        cases.append(
+            Case(f"validate-{path}={_label(value)}", "labels (validate)", prepare,
+                 ("val_unseen: episode", f"field '{field_name}"), code=1))  # fmt: skip
+    for path, value, field_name in TEST_ANSWER_MUTATIONS:
+        build = _mutated("test", path, value, answer=True)
+        for command, (prepare, outputs) in _reader_commands(build, "test").items():
+            if command == "validate":
+                needles = ("test: episode", f"field 'test_answers.{field_name}")
+                cases.append(Case(f"validate-answers-{path}={_label(value)}", "test answers",
+                                  prepare, needles, code=1))  # fmt: skip
+            elif command == "run" and path.startswith(("gt", "info.condvln.goal")):
+                continue  # the runner reads only the step budget and oracle text of an answer
+            else:
+                needles = ("test_answers.json.gz", "episode", f"field '{field_name}")
+                cases.append(Case(f"{command}-answers-{path}={_label(value)}", "test answers",
+                                  prepare, needles, outputs=outputs))  # fmt: skip
+    return cases
+
+
+# --- whole files -----------------------------------------------------------------------------------
+
+
+def _gzip_bomb(size: int) -> bytes:
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as fh:
+        fh.write(b'{"episodes": [' + b" " * size)
+    return out.getvalue()
+
+
+FILE_HOSTILES: dict[str, tuple[Callable[[Path], None], str, dict[str, str]]] = {
+    # name: (turn the file at PATH into it, needle, environment)
+    "fifo": (lambda p: (p.unlink(), os.mkfifo(p)), "not a regular file", {}),
+    "dev-zero": (lambda p: (p.unlink(), p.symlink_to("/dev/zero")), "not a regular file", {}),
+    "directory": (lambda p: (p.unlink(), p.mkdir()), "is a directory", {}),
+    "dangling-symlink": (
+        lambda p: (p.unlink(), p.symlink_to(p.parent / "gone")),
+        "dangling symbolic link",
+        {},
+    ),
+    "deleted": (lambda p: p.unlink(), "no such file", {}),
+    "empty": (lambda p: p.write_bytes(b""), "empty", {}),
+    "not-gzip": (lambda p: p.write_bytes(b"PK\x03\x04 not gzip at all"), "not a valid gzip", {}),
+    "truncated-gzip": (lambda p: p.write_bytes(p.read_bytes()[:40]), "not a valid gzip", {}),
+    "gzip-bomb": (
+        lambda p: p.write_bytes(_gzip_bomb(3 << 20)),
+        "decompresses to more than 1 MiB",
+        {"CONDVLN_MAX_DECOMPRESSED_MB": "1"},
+    ),
+    "over-size-cap": (
+        lambda p: p.write_bytes(os.urandom(2 << 20)),
+        "over the 1 MiB limit",
+        {"CONDVLN_MAX_FILE_MB": "1"},
+    ),
+    "deep-json": (
+        lambda p: p.write_bytes(gzip.compress(b"[" * 5000 + b"]" * 5000)),
+        "nested deeper than 1024",
+        {},
+    ),
+    "deep-json-nan": (
+        lambda p: p.write_bytes(gzip.compress(b"[" * 5000 + b"NaN" + b"]" * 5000)),
+        "nested deeper than 1024",
+        {},
+    ),
+    "not-an-object": (lambda p: p.write_bytes(gzip.compress(b"[1, 2, 3]")), "'episodes' list", {}),
+    "episodes-not-list": (
+        lambda p: p.write_bytes(gzip.compress(b'{"episodes": {"1": {}}}')),
+        "'episodes' list",
+        {},
+    ),
+    "no-vocab": (
+        lambda p: p.write_bytes(gzip.compress(b'{"episodes": []}')),
+        "instruction_vocab",
+        {},
+    ),
+    "binary-garbage": (
+        lambda p: p.write_bytes(gzip.compress(bytes(range(256)) * 4)),
+        "not valid JSON",
+        {},
+    ),
+}
+"""Hostile replacements of a whole input file (split, side file, scene, predictions)."""
+
+
+def split_file_cases() -> list[Case]:
+    cases = []
+    for name, (make, needle, env) in FILE_HOSTILES.items():
+        for split_file in ("val_unseen", "val_unseen_gt"):
+
+            def build(ctx: Ctx, make=make, split_file=split_file) -> Path:
+                from condvln.dataset.vlnce import split_path
+
+                ds = ctx.dataset()
+                suffix = "_gt" if split_file.endswith("_gt") else ""
+                make(split_path(ds, "val_unseen", suffix))
+                return ds
+
+            commands = _reader_commands(build, "val_unseen")
+            wanted = ("validate", "run", "evaluate", "oracle")
+            if split_file.endswith("_gt"):
+                if name in ("not-an-object", "episodes-not-list", "no-vocab"):
+                    continue  # shapes of a split file, not of a _gt file
+                wanted = ("validate",)  # only validate reads the _gt file
+            for command in wanted:
+                prepare, outputs = commands[command]
+                file_needle = f"{split_file}.json.gz"
+                cases.append(
+                    Case(
+                        f"{command}-{split_file}-{name}",
+                        "split file",
+                        prepare,
+                        (file_needle, needle),
+                        code=1 if command == "validate" else 2,
+                        outputs=outputs,
+                        env=env,
+                    )
+                )
+    # every split must be present: a missing one is a problem, not skipped
+    for name in ("deleted", "directory", "dangling-symlink"):
+        make = FILE_HOSTILES[name][0]
+
+        def build_missing(ctx: Ctx, make=make) -> Path:
+            from condvln.dataset.vlnce import split_path
+
+            ds = ctx.dataset()
+            make(split_path(ds, "train"))
+            return ds
+
+        prepare = _reader_commands(build_missing, "val_unseen")["validate"][0]
+        cases.append(Case(f"validate-missing-train-{name}", "split file", prepare,
+                          ("train.json.gz",), code=1))  # fmt: skip
+    return cases
+
+
+# --- scene files -----------------------------------------------------------------------------------
+
+
+def _scene_edit(edit: Callable[[dict], Any]) -> Callable[[Path], None]:
+    def make(path: Path) -> None:
+        doc = json.loads(path.read_text())
+        result = edit(doc)
+        path.write_bytes(result if isinstance(result, bytes) else json.dumps(doc).encode())
+
+    return make
+
+
+def _first_object(doc: dict) -> dict:
+    return next(r for r in doc["scene"]["rooms"] if r["objects"])["objects"][0]
+
+
+def _huge_room(doc: dict) -> None:
+    doc["scene"]["rooms"][0]["floor_polygon"] = [[0, 0], [9000, 0], [9000, 9000], [0, 9000]]
+
+
+SCENE_HOSTILES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "metadata-list": (_scene_edit(lambda d: d["scene"].__setitem__("metadata", [1])), "metadata"),
+    "metadata-deep": (
+        _scene_edit(lambda d: d["scene"].__setitem__("metadata", json.loads("[" * 40 + "]" * 40))),
+        "metadata",
+    ),
+    "rooms-not-list": (_scene_edit(lambda d: d["scene"].__setitem__("rooms", {})), "rooms"),
+    "center-1e308": (
+        _scene_edit(lambda d: _first_object(d).__setitem__("center", [1e308, 0, 0])),
+        "center",
+    ),
+    "center-1e5": (
+        _scene_edit(lambda d: _first_object(d).__setitem__("center", [1e5, 0, 0])),
+        "center",
+    ),
+    "center-nan": (
+        _scene_edit(lambda d: _first_object(d).__setitem__("center", [NAN, 0, 0])),
+        "center",
+    ),
+    "center-strings": (
+        _scene_edit(lambda d: _first_object(d).__setitem__("center", ["1", "2", "3"])),
+        "center",
+    ),
+    "aabb-int": (
+        _scene_edit(lambda d: _first_object(d).__setitem__("aabb", {"min": 1, "max": 2})),
+        "aabb",
+    ),
+    "radius-text": (_scene_edit(lambda d: _first_object(d).__setitem__("radius", "big")), "radius"),
+    "yaw-list": (_scene_edit(lambda d: _first_object(d).__setitem__("yaw", [1])), "yaw"),
+    "grid-too-large": (_scene_edit(_huge_room), "navigation grid"),
+    "wrong-format": (_scene_edit(lambda d: d.__setitem__("format", "other")), "format"),
+    "schema-99": (_scene_edit(lambda d: d.__setitem__("schema_version", 99)), "schema_version"),
+    "huge-int": (
+        _scene_edit(
+            lambda d: (
+                json.dumps(d)
+                .replace('"schema_version": 1', '"schema_version": 1' + "0" * 400)
+                .encode()
+            )
+        ),
+        "schema_version",
+    ),
+    "fifo": (FILE_HOSTILES["fifo"][0], "not a regular file"),
+    "dev-zero": (FILE_HOSTILES["dev-zero"][0], "leaves the dataset folder"),
+    "truncated": (lambda p: p.write_bytes(p.read_bytes()[:100]), "not valid JSON"),
+}
+"""Hostile versions of the scene file an episode names."""
+
+
+def scene_file_cases() -> list[Case]:
+    cases = []
+    for name, (make, needle) in SCENE_HOSTILES.items():
+
+        def build(ctx: Ctx, make=make) -> Path:
+            from condvln.dataset.vlnce import split_path
+
+            ds = ctx.dataset()
+            episode = read_gz(split_path(ds, "val_unseen"))["episodes"][0]
+            make(ds / episode["scene_id"])
+            return ds
+
+        commands = _reader_commands(build, "val_unseen")
+        for command in ("validate", "run", "evaluate"):
+            prepare, outputs = commands[command]
+            needles = ("scenes/", needle)
+            if command == "validate":
+                needles = ("val_unseen: episode", "field 'scene_id'", needle)
+            cases.append(
+                Case(f"{command}-scene-{name}", "scene file", prepare, needles,
+                     code=1 if command == "validate" else 2, outputs=outputs))  # fmt: skip
+
+        def show(ctx: Ctx, make=make) -> list[str]:
+            path = ctx.tmp / "scene.json"
+            shutil.copyfile(ctx.base.scene, path)
+            make(path)
+            return [
+                "scenes",
+                "export",
+                str(path),
+                "--source",
+                "condvln",
+                "--out",
+                str(ctx.tmp / "o.json"),
+            ]
+
+        if name == "grid-too-large":
+            continue  # a large scene exports fine; only navigation refuses it
+        if name == "dev-zero":
+            needle = "not a regular file"  # a standalone file: no dataset folder to leave
+        cases.append(Case(f"export-scene-{name}", "scene file", show, ("scene.json", needle),
+                          outputs=("o.json",)))  # fmt: skip
+    return cases
+
+
+# --- predictions -----------------------------------------------------------------------------------
+
+
+def _line(**overrides: Any) -> dict:
+    record = {"episode_id": 1, "positions": [[0.0, 0.0, 0.0], [0.0, 0.0, 0.25]],
+              "headings": [0.0, 0.0], "actions": [1], "stop": False}  # fmt: skip
+    for key, value in overrides.items():
+        if value is DELETE:
+            record.pop(key)
+        else:
+            record[key] = value
+    return record
+
+
+PREDICTION_HOSTILES: dict[str, tuple[str, bytes, tuple[str, ...]]] = {
+    # name: (file name, content, needles)
+    "bad-json-line": ("p.jsonl", b'{"episode_id": 1,\n', ("line 1", "not valid JSON")),
+    "deep-line": ("p.jsonl", b"[" * 3000 + b"]" * 3000 + b"\n", ("line 1", "nested deeper")),
+    "not-object": ("p.jsonl", b"[1, 2]\n", ("line 1", "must be a JSON object")),
+    "id-string": ("p.jsonl", orjson.dumps(_line(episode_id="ep1")), ("line 1", "field 'episode_id'")),
+    "id-bool": ("p.jsonl", orjson.dumps(_line(episode_id=True)), ("line 1", "field 'episode_id'")),
+    "id-float": ("p.jsonl", orjson.dumps(_line(episode_id=1.5)), ("line 1", "field 'episode_id'")),
+    "no-positions": ("p.jsonl", orjson.dumps(_line(positions=DELETE)), ("line 1", "field 'positions'")),
+    "positions-2d": ("p.jsonl", orjson.dumps(_line(positions=[[0, 0], [0, 1]])), ("line 1", "field 'positions'")),
+    "positions-nan": ("p.jsonl", json.dumps(_line(positions=[[NAN, 0, 0], [0, 0, 0]])).encode(), ("line 1", "field 'positions'")),
+    "positions-1e400": ("p.jsonl", orjson.dumps(_line()).replace(b"0.25", b"1e400"), ("line 1", "field 'positions'")),
+    "positions-text": ("p.jsonl", orjson.dumps(_line(positions="here")), ("line 1", "field 'positions'")),
+    "headings-short": ("p.jsonl", orjson.dumps(_line(headings=[0.0])), ("line 1", "field 'headings'")),
+    "actions-bool": ("p.jsonl", orjson.dumps(_line(actions=[True])), ("line 1", "field 'actions'")),
+    "actions-range": ("p.jsonl", orjson.dumps(_line(actions=[7])), ("line 1", "field 'actions'")),
+    "actions-length": ("p.jsonl", orjson.dumps(_line(actions=[1, 1, 0])), ("line 1", "field 'actions'")),
+    "stop-string": ("p.jsonl", orjson.dumps(_line(stop="yes")), ("line 1", "field 'stop'")),
+    "duplicate-id": ("p.jsonl", orjson.dumps(_line()) + b"\n" + orjson.dumps(_line()), ("line 2", "duplicate")),
+    "leaderboard-not-object": ("p.json", b"[1]", ("must be an object",)),
+    "leaderboard-key": ("p.json", b'{"abc": [{"position": [0,0,0], "heading": 0, "stop": true}]}', ("episode abc", "field 'episode_id'")),
+    "leaderboard-pose": ("p.json", b'{"1": [5]}', ("episode 1, pose 0", "must be an object")),
+    "leaderboard-missing": ("p.json", b'{"1": [{"position": [0,0,0]}]}', ("episode 1, pose 0", "field 'heading'")),
+    "leaderboard-empty-list": ("p.json", b'{"1": []}', ("episode 1", "non-empty list")),
+    "leaderboard-huge-int": ("p.json", b'{"1": [{"position": [0,0,1' + b"0" * 400 + b'], "heading": 0, "stop": true}]}', ("episode 1", "field 'position'")),
+    "gz-bomb": ("p.jsonl.gz", _gzip_bomb(3 << 20), ("decompresses to more than",)),
+    "empty": ("p.jsonl", b"\n\n", ("empty",)),
+}  # fmt: skip
+"""Hostile prediction files for ``evaluate``."""
+
+
+def prediction_cases() -> list[Case]:
+    cases = []
+    for name, (file_name, content, needles) in PREDICTION_HOSTILES.items():
+
+        def prepare(ctx: Ctx, file_name=file_name, content=content) -> list[str]:
+            ds = ctx.dataset()
+            path = ctx.tmp / file_name
+            path.write_bytes(content)
+            return [
+                "evaluate",
+                str(ds),
+                str(path),
+                "--out",
+                str(ctx.tmp / "eval"),
+                "--split",
+                "val_unseen",
+            ]
+
+        env = {"CONDVLN_MAX_DECOMPRESSED_MB": "1"} if name == "gz-bomb" else {}
+        cases.append(Case(f"evaluate-pred-{name}", "predictions", prepare, (file_name, *needles),
+                          outputs=("eval",), env=env))  # fmt: skip
+    for name in ("fifo", "dev-zero", "directory", "dangling-symlink", "deleted"):
+        make = FILE_HOSTILES[name][0]
+
+        def prepare_file(ctx: Ctx, make=make) -> list[str]:
+            ds = ctx.dataset()
+            path = ctx.tmp / "p.jsonl"
+            path.write_bytes(b"{}\n")
+            make(path)
+            return [
+                "evaluate",
+                str(ds),
+                str(path),
+                "--out",
+                str(ctx.tmp / "eval"),
+                "--split",
+                "val_unseen",
+            ]
+
+        cases.append(Case(f"evaluate-pred-{name}", "predictions", prepare_file,
+                          ("p.jsonl", FILE_HOSTILES[name][1]), outputs=("eval",)))  # fmt: skip
+    return cases
+
+
+# --- scene sources ---------------------------------------------------------------------------------
+
+
+def _npy(array_header: dict, payload: bytes) -> bytes:
+    header = repr(array_header).encode()
+    header += b" " * (63 - (len(header) + 10) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header + payload
+
+
+def _npz(member: bytes, name: str = "output.npy", method: int = zipfile.ZIP_STORED) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=method) as archive:
+        archive.writestr(name, member)
+    return out.getvalue()
+
+
+def _pickled_npz(payload: Any) -> bytes:
+    data = pickle.dumps(payload, protocol=2)
+    return _npz(_npy({"descr": "|O", "fortran_order": False, "shape": ()}, data))
+
+
+class _Exec:
+    """A pickle payload that would run ``os.system`` when unpickled by plain pickle."""
+
+    def __reduce__(self) -> tuple:
+        return (os.system, ("touch /tmp/condvln-pwned",))
+
+
+def _patch_zip(data: bytes, offset_field: int, value: int) -> bytes:
+    """Set a 16-bit field (flag bits: 6, method: 8) in the local and central zip headers."""
+    raw = bytearray(data)
+    local = raw.find(b"PK\x03\x04")
+    central = raw.find(b"PK\x01\x02")
+    struct.pack_into("<H", raw, local + offset_field, value)
+    struct.pack_into("<H", raw, central + offset_field + 2, value)
+    return bytes(raw)
+
+
+def _mp3d(edit: Callable[[str], str]) -> Callable[[Path], bytes]:
+    return lambda data: edit((data / "mp3d" / "tiny.house").read_text()).encode()
+
+
+def _glb(json_chunk: bytes) -> bytes:
+    json_chunk += b" " * (-len(json_chunk) % 4)
+    return (
+        struct.pack("<4sII", b"glTF", 2, 20 + len(json_chunk))
+        + struct.pack("<II", len(json_chunk), 0x4E4F534A)
+        + json_chunk
+    )
+
+
+SOURCE_HOSTILES: dict[str, tuple[str, str, Callable[[Path], bytes], tuple[str, ...]]] = {
+    # name: (source, file name, content from the tests/data folder, needles)
+    "gibson-exec-pickle": ("gibson", "3DSceneGraph_X.npz", lambda d: _pickled_npz(_Exec()), ("refused pickled global",)),
+    "gibson-eval-pickle": ("gibson", "3DSceneGraph_X.npz", lambda d: _pickled_npz(eval), ("refused pickled global",)),
+    "gibson-encrypted": ("gibson", "3DSceneGraph_X.npz", lambda d: _patch_zip((d / "gibson" / "3DSceneGraph_Tiny.npz").read_bytes(), 6, 1), ("encrypted",)),
+    "gibson-unknown-method": ("gibson", "3DSceneGraph_X.npz", lambda d: _patch_zip((d / "gibson" / "3DSceneGraph_Tiny.npz").read_bytes(), 8, 99), ("unreadable zip member",)),
+    "gibson-huge-header": ("gibson", "3DSceneGraph_X.npz", lambda d: _npz(_npy({"descr": "<f8", "fortran_order": False, "shape": (10**12,)}, b"\0" * 64)), ("header announces",)),
+    "gibson-zip-bomb": ("gibson", "3DSceneGraph_X.npz", lambda d: _npz(b"\0" * (3 << 20), method=zipfile.ZIP_DEFLATED), ("over the 1 MiB limit",)),
+    "gibson-no-member": ("gibson", "3DSceneGraph_X.npz", lambda d: _npz(b"x", name="other.npy"), ("no 'output.npy' member",)),
+    "gibson-not-zip": ("gibson", "3DSceneGraph_X.npz", lambda d: b"not a zip file at all", ("not a valid zip archive",)),
+    "gibson-scn-1e308": ("gibson", "x.scn", lambda d: b'{"objects": [{"class_": "chair", "location": [1e308, 0, 0], "size": [1, 1, 1]}]}', ("location",)),
+    "gibson-scn-deep": ("gibson", "x.scn", lambda d: b'{"objects": ' + b"[" * 2000 + b"]" * 2000 + b"}", ("nested deeper",)),
+    "mp3d-1e308-region": ("mp3d", "x.house", _mp3d(lambda t: t.replace(" 0 4 3 2.6  2.6", " 0 1e308 3 2.6  2.6", 1)), ("x.house",)),
+    "mp3d-1e5-region": ("mp3d", "x.house", _mp3d(lambda t: t.replace(" 0 4 3 2.6  2.6", " 0 100000 3 2.6  2.6", 1)), ("x.house", "±10000")),
+    "mp3d-nan": ("mp3d", "x.house", _mp3d(lambda t: t.replace(" 0 4 3 2.6  2.6", " 0 nan 3 2.6  2.6", 1)), ("x.house",)),
+    "mp3d-truncated": ("mp3d", "x.house", _mp3d(lambda t: t[: len(t) // 2]), ("x.house",)),
+    "mp3d-binary": ("mp3d", "x.house", lambda d: b"\xff\xfe\x00garbage", ("x.house", "not a text file")),
+    "replicacad-template-escape": ("replicacad", "configs/scenes/x.scene_instance.json", lambda d: b'{"object_instances": [{"template_name": "../../../../etc/passwd"}]}', ("template_name", "relative asset name")),
+    "replicacad-template-absolute": ("replicacad", "configs/scenes/x.scene_instance.json", lambda d: b'{"object_instances": [{"template_name": "/etc/passwd"}]}', ("template_name",)),
+    "replicacad-rotation-text": ("replicacad", "configs/scenes/x.scene_instance.json", lambda d: b'{"object_instances": [{"template_name": "objects/a", "rotation": "none"}]}', ("rotation",)),
+    "replicacad-translation-1e308": ("replicacad", "configs/scenes/x.scene_instance.json", lambda d: b'{"object_instances": [{"template_name": "objects/a", "translation": [1e308, 0, 0]}]}', ("x.scene_instance.json",)),
+    "replicacad-glb-children": ("replicacad", "objects/zz.glb", lambda d: _glb(b'{"nodes": [{"children": 5, "mesh": 0}], "meshes": [], "accessors": []}'), ("children",)),
+    "replicacad-glb-children-list": ("replicacad", "objects/zz.glb", lambda d: _glb(b'{"nodes": [{"children": [[1]]}], "meshes": []}'), ("children",)),
+    "condvln-metadata-list": ("condvln", "s.json", lambda d: b'{"format": "condvln.scene", "schema_version": 1, "scene": {"id": "s", "source": "x", "metadata": [1], "rooms": [], "doors": []}}', ("metadata",)),
+    "procthor-deep": ("procthor", "h.json", lambda d: b"[" * 3000 + b"]" * 3000, ("nested deeper",)),
+    "procthor-not-object": ("procthor", "h.json", lambda d: b"[1, 2]", ("h.json",)),
+    "procthor-huge-int": ("procthor", "h.json", lambda d: b'{"rooms": 1' + b"0" * 5000 + b"}", ("h.json",)),
+    "ithor-deep": ("ithor", "m.json", lambda d: b"{\"a\": " * 2000 + b"1" + b"}" * 2000, ("nested deeper",)),
+    "ithor-not-object": ("ithor", "m.json", lambda d: b'"text"', ("m.json",)),
+}  # fmt: skip
+"""Hostile files for every scene source (loaded by ``scenes export``)."""
+
+
+def _source_file(ctx: Ctx, source: str, name: str, make: Callable[[Path], bytes]) -> Path:
+    if source == "replicacad":
+        shutil.copytree(DATA / "replicacad", ctx.tmp / "rc")
+        root = ctx.tmp / "rc"
+        if name.endswith(".glb"):  # the chair's config names no mesh: point a scene at a bad .glb
+            (root / "configs" / "objects" / "frl_apartment_chair_01.object_config.json").unlink()
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(make(DATA))
+            scene = root / "configs" / "scenes" / "x.scene_instance.json"
+            scene.write_bytes(b'{"object_instances": [{"template_name": "objects/zz"}]}')
+            return scene
+        path = root / name
+    else:
+        path = ctx.tmp / name
+    path.write_bytes(make(DATA))
+    return path
+
+
+def source_cases() -> list[Case]:
+    cases = []
+    for name, (source, file_name, make, needles) in SOURCE_HOSTILES.items():
+
+        def export(ctx: Ctx, source=source, file_name=file_name, make=make) -> list[str]:
+            path = _source_file(ctx, source, file_name, make)
+            return [
+                "scenes",
+                "export",
+                str(path),
+                "--source",
+                source,
+                "--out",
+                str(ctx.tmp / "o.json"),
+            ]
+
+        env = {"CONDVLN_MAX_DECOMPRESSED_MB": "1"} if name.endswith("bomb") else {}
+        cases.append(Case(f"export-{name}", "scene source", export, needles,
+                          outputs=("o.json",), env=env))  # fmt: skip
+        if name in ("gibson-exec-pickle", "mp3d-1e308-region", "replicacad-template-escape",
+                    "procthor-deep", "gibson-huge-header"):  # fmt: skip
+
+            def generate(ctx: Ctx, source=source, file_name=file_name, make=make) -> list[str]:
+                path = _source_file(ctx, source, file_name, make)
+                return ["generate", "--source", source, "--input", str(path),
+                        "--out", str(ctx.tmp / "gen"), "-j", "1", "-q"]  # fmt: skip
+
+            cases.append(Case(f"generate-{name}", "scene source", generate, needles,
+                              outputs=("gen",)))  # fmt: skip
+    for name in ("fifo", "dev-zero", "directory", "deleted"):
+        make_file, needle, _ = FILE_HOSTILES[name]
+        for source in ("procthor", "ithor", "mp3d", "gibson", "replicacad", "condvln"):
+
+            def export_file(ctx: Ctx, source=source, make_file=make_file) -> list[str]:
+                path = ctx.tmp / "input.json"
+                path.write_bytes(b"{}")
+                make_file(path)
+                return [
+                    "scenes",
+                    "export",
+                    str(path),
+                    "--source",
+                    source,
+                    "--out",
+                    str(ctx.tmp / "o.json"),
+                ]
+
+            cases.append(Case(f"export-{source}-{name}", "scene source", export_file,
+                              ("input.json", needle), outputs=("o.json",)))  # fmt: skip
+    return cases
+
+
+# --- output paths and options ----------------------------------------------------------------------
+
+
+def _writers(ctx: Ctx, out: Path) -> dict[str, list[str]]:
+    ds = ctx.dataset()
+    pred = _predictions_for(ctx, ds, "val_unseen")
+    return {
+        "generate": ["generate", "--out", str(out), "--scenes", "2", "--per-scene", "2", "-j", "1", "-q"],
+        "oracle": ["oracle", str(ds), str(out)],
+        "run": ["run", "--agent", "random", "--dataset", str(ds), "--split", "val_unseen", "--out", str(out), "-j", "1", "-q"],
+        "evaluate": ["evaluate", str(ds), str(pred), "--out", str(out), "--split", "val_unseen"],
+        "benchmark": ["benchmark", "--out", str(out), "--scenes", "2", "--per-scene", "2", "-j", "1", "-q"],
+    }  # fmt: skip
+
+
+OUTPUT_HOSTILES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    # name: (make the awkward out path inside the case folder, needle)
+    "under-a-file": (lambda t: (t / "file").write_text("x") and t / "file" / "out", "is not a folder"),
+    "file-in-the-way": (lambda t: (t / "out").write_text("x") and t / "out", "not a folder"),
+    "dangling-symlink": (lambda t: ((t / "out").symlink_to(t / "nowhere"), t / "out")[1], "dangling symbolic link"),
+}  # fmt: skip
+
+
+def output_cases() -> list[Case]:
+    cases = []
+    for name, (make, needle) in OUTPUT_HOSTILES.items():
+        for command in ("generate", "oracle", "run", "evaluate", "benchmark"):
+
+            def prepare(ctx: Ctx, make=make, command=command) -> list[str]:
+                return _writers(ctx, make(ctx.tmp))[command]
+
+            cases.append(Case(f"{command}-out-{name}", "output path", prepare, (needle,)))
+    for command in ("generate", "oracle", "run", "evaluate", "benchmark"):
+
+        def locked(ctx: Ctx, command=command) -> list[str]:
+            import fcntl
+
+            out = ctx.tmp / "locked"
+            fd = os.open(ctx.tmp / ".locked.lock", os.O_RDWR | os.O_CREAT)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            ctx.tmp.joinpath(".holder").write_text(str(fd))
+            pid = os.fork()
+            if pid == 0:  # the other writer: holds the lock (inherited) until killed
+                signal.pause()
+                os._exit(0)
+            os.close(fd)
+            ctx.tmp.joinpath(".holder").write_text(str(pid))
+            return _writers(ctx, out)[command]
+
+        cases.append(Case(f"{command}-out-locked", "output path", locked, ("in use by another",),
+                          outputs=("locked",)))  # fmt: skip
+    return cases
+
+
+OPTION_CASES: list[tuple[str, list[str], str]] = [
+    ("generate-scenes-zero", ["generate", "--out", "{tmp}/g", "--scenes", "0"], "--scenes"),
+    ("generate-scenes-huge", ["generate", "--out", "{tmp}/g", "--scenes", "1000000000"], "--scenes"),
+    ("generate-per-scene-zero", ["generate", "--out", "{tmp}/g", "--per-scene", "0"], "--per-scene"),
+    ("generate-per-scene-negative", ["generate", "--out", "{tmp}/g", "--per-scene", "-3"], "--per-scene"),
+    ("generate-share", ["generate", "--out", "{tmp}/g", "--counterfactual-share", "2"], "--counterfactual-share"),
+    ("generate-share-nan", ["generate", "--out", "{tmp}/g", "--counterfactual-share", "nan"], "--counterfactual-share"),
+    ("generate-seed-negative", ["generate", "--out", "{tmp}/g", "--seed", "-1"], "--seed"),
+    ("generate-seed-5000-digits", ["generate", "--out", "{tmp}/g", "--seed", "9" * 5000], "--seed"),
+    ("generate-unknown-source", ["generate", "--out", "{tmp}/g", "--source", "nosuch"], "unknown scene source"),
+    ("generate-workers-zero", ["generate", "--out", "{tmp}/g", "--workers", "0"], "--workers"),
+    ("generate-input-missing", ["generate", "--out", "{tmp}/g", "--source", "procthor"], "needs --input"),
+    ("benchmark-split", ["benchmark", "--out", "{tmp}/g", "--split", "nope"], "unknown split"),
+    ("benchmark-scenes-zero", ["benchmark", "--out", "{tmp}/g", "--scenes", "0"], "--scenes"),
+    ("benchmark-too-small", ["benchmark", "--out", "{tmp}/g", "--scenes", "1", "--per-scene", "2", "-j", "1", "-q"], "has no episodes"),
+    ("audit-unknown-source", ["audit", "--source", "nosuch"], "unknown scene source"),
+    ("graph-seed-text", ["graph", "abc"], "abc"),
+]  # fmt: skip
+"""Out-of-range options: refused before any work."""
+
+
+def option_cases() -> list[Case]:
+    cases = []
+    for name, argv, needle in OPTION_CASES:
+
+        def prepare(ctx: Ctx, argv=argv) -> list[str]:
+            return [a.replace("{tmp}", str(ctx.tmp)) for a in argv]
+
+        outputs = ("g",) if name != "benchmark-too-small" else ()
+        cases.append(Case(name, "options", prepare, (needle,), outputs=outputs))
+    for name, argv, needle in (
+        ("run-limit-negative", ["--limit", "-1"], "--limit"),
+        ("run-miss-rate", ["--miss-rate", "2"], "miss_rate"),
+        ("run-seed-negative", ["--seed", "-1"], "--seed"),
+        ("run-workers-zero", ["--workers", "0"], "--workers"),
+        ("run-unknown-split", ["--split", "nope"], "nope"),
+        ("run-unknown-agent", ["--agent", "nosuch"], "nosuch"),
+    ):
+
+        def run(ctx: Ctx, argv=argv) -> list[str]:
+            ds = ctx.dataset()
+            args = [
+                "run",
+                "--agent",
+                "random",
+                "--dataset",
+                str(ds),
+                "--out",
+                str(ctx.tmp / "r"),
+                "-q",
+            ]
+            return args + argv
+
+        cases.append(Case(name, "options", run, (needle,), outputs=("r",)))
+    return cases
+
+
+def control_cases() -> list[Case]:
+    """The unmodified inputs succeed: the corpus's failures come from the hostile parts."""
+
+    def ok(command: str, which: str, split: str) -> Callable[[Ctx], list[str]]:
+        build = lambda ctx: ctx.dataset(which)  # noqa: E731
+        return _reader_commands(build, split)[command][0]
+
+    return [
+        Case(f"control-{c}-{w}", "control", ok(c, w, s), code=0)
+        for c in ("validate", "run", "evaluate", "oracle")
+        for w, s in (("vu", "val_unseen"), ("test", "test"))
+    ]
+
+
+def all_cases() -> list[Case]:
+    """Every case of the corpus, in a fixed order."""
+    return (
+        control_cases()
+        + record_cases()
+        + split_file_cases()
+        + scene_file_cases()
+        + prediction_cases()
+        + source_cases()
+        + output_cases()
+        + option_cases()
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "case" in metafunc.fixturenames:
+        cases = all_cases()
+        metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+    if "sample_case" in metafunc.fixturenames:
+        cases = [c for c in all_cases() if c.category != "control"][::25]
+        metafunc.parametrize("sample_case", cases, ids=[c.id for c in cases])
+
+
+def release_holders(tmp: Path) -> None:
+    """Stop a lock-holding child a case forked (see :func:`output_cases`)."""
+    holder = tmp / ".holder"
+    if holder.exists():
+        pid = int(holder.read_text())
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        holder.unlink()
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Any:
+    """This module: the case builders and :func:`invoke`, for the test files."""
+    return sys.modules[__name__]
+
+
+@pytest.fixture
+def ctx(base: Base, tmp_path: Path) -> Iterator[Ctx]:
+    context = Ctx(base, tmp_path)
+    yield context
+    release_holders(tmp_path)
