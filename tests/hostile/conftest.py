@@ -344,7 +344,10 @@ def _label(value: Any) -> str:
     if value is DELETE:
         return "deleted"
     text = json.dumps(value) if not (isinstance(value, float) and math.isnan(value)) else "NaN"
-    return text[:24].replace(" ", "")
+    text = text.replace(" ", "")
+    if len(text) > 24:  # keep ids short and unique
+        text = text[:16] + "~" + hashlib.sha256(text.encode()).hexdigest()[:6]
+    return text
 
 
 def _dump_with_nan(obj: Any) -> bytes:
