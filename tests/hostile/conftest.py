@@ -205,6 +205,8 @@ class Case:
     code: int = 2
     outputs: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+    unchanged: tuple[str, ...] = ()
+    """Folders (relative to the case folder) whose content must not change."""
 
 
 # --- dataset record mutations ----------------------------------------------------------------------
@@ -1044,6 +1046,52 @@ def option_cases() -> list[Case]:
     return cases
 
 
+def _run_folder(ctx: Ctx, edit: Callable[[Path], None]) -> list[str]:
+    """A finished run folder of the one-episode dataset, then ``edit``-ed (a resume reads it)."""
+    ds = ctx.dataset()
+    run = ctx.tmp / "run"
+    args = ["run", "--agent", "random", "--dataset", str(ds), "--split", "val_unseen",
+            "--out", str(run), "-j", "1", "-q"]  # fmt: skip
+    assert invoke(args).code == 0
+    (run / "predictions.json").unlink()
+    edit(run)
+    return args
+
+
+def _two_lines_then_garbage(run: Path) -> None:
+    line = (run / "trajectories.jsonl").read_bytes()
+    (run / "trajectories.jsonl").write_bytes(b'{"broken": \n' + line)
+
+
+RESUME_HOSTILES: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
+    "manifest-list": (lambda r: (r / "manifest.json").write_bytes(b"[1, 2]"), ("manifest.json", "JSON object")),
+    "manifest-invalid": (lambda r: (r / "manifest.json").write_bytes(b"{"), ("manifest.json", "not valid JSON")),
+    "manifest-other-agent": (
+        lambda r: (r / "manifest.json").write_bytes((r / "manifest.json").read_bytes().replace(b'"random"', b'"goal_only"')),
+        ("cannot resume", "'agent'"),
+    ),
+    "manifest-fifo": (lambda r: ((r / "manifest.json").unlink(), os.mkfifo(r / "manifest.json")), ("manifest.json", "not a regular file")),
+    "trajectories-bad-middle-line": (_two_lines_then_garbage, ("trajectories.jsonl", "line 1", "not a trajectory record")),
+    "trajectories-not-objects": (lambda r: (r / "trajectories.jsonl").write_bytes(b"[1]\n[2]\n"), ("trajectories.jsonl", "line 1")),
+    "trajectories-directory": (lambda r: ((r / "trajectories.jsonl").unlink(), (r / "trajectories.jsonl").mkdir()), ("trajectories.jsonl", "is a directory")),
+    "trajectories-dev-zero": (lambda r: ((r / "trajectories.jsonl").unlink(), (r / "trajectories.jsonl").symlink_to("/dev/zero")), ("trajectories.jsonl", "not a regular file")),
+}  # fmt: skip
+"""Malformed resume state of a run folder: refused, and the folder left exactly as it was."""
+
+
+def resume_cases() -> list[Case]:
+    cases = []
+    for name, (edit, needles) in RESUME_HOSTILES.items():
+
+        def prepare(ctx: Ctx, edit=edit) -> list[str]:
+            return _run_folder(ctx, edit)
+
+        cases.append(
+            Case(f"run-resume-{name}", "resume state", prepare, needles, unchanged=("run",))
+        )
+    return cases
+
+
 def control_cases() -> list[Case]:
     """The unmodified inputs succeed: the corpus's failures come from the hostile parts."""
 
@@ -1069,6 +1117,7 @@ def all_cases() -> list[Case]:
         + source_cases()
         + output_cases()
         + option_cases()
+        + resume_cases()
     )
 
 

@@ -15,6 +15,10 @@ MEMORY_CAP = 4 << 30
 """Address-space cap of the subprocess sample (bytes)."""
 
 
+def _digests(case: Any, ctx: Any, corpus: Any) -> dict[str, str]:
+    return {name: corpus.tree_digest(ctx.tmp / name) for name in case.unchanged}
+
+
 def _check(case: Any, ctx: Any, result: Any, before: str | None, corpus: Any) -> None:
     text = result.stdout + result.stderr
     assert "Traceback" not in text, text[-2000:]
@@ -49,8 +53,10 @@ def test_hostile_input(case: Any, ctx: Any, corpus: Any) -> None:
     argv = case.prepare(ctx)
     dataset = ctx.tmp / "ds"
     before = corpus.tree_digest(dataset) if dataset.is_dir() else None
+    kept = _digests(case, ctx, corpus)
     result = corpus.invoke(argv, env=case.env)
     _check(case, ctx, result, before, corpus)
+    assert _digests(case, ctx, corpus) == kept, "a folder that must stay as it was changed"
 
 
 def _cap_memory() -> None:
@@ -61,6 +67,7 @@ def test_sample_as_subprocess(sample_case: Any, ctx: Any, corpus: Any) -> None:
     argv = sample_case.prepare(ctx)
     dataset = ctx.tmp / "ds"
     before = corpus.tree_digest(dataset) if dataset.is_dir() else None
+    kept = _digests(sample_case, ctx, corpus)
     env = {**os.environ, "COLUMNS": "400", **sample_case.env}
     done = subprocess.run(
         [sys.executable, "-m", "condvln", *argv],
@@ -72,6 +79,7 @@ def test_sample_as_subprocess(sample_case: Any, ctx: Any, corpus: Any) -> None:
     )
     result = corpus.Result(done.returncode, done.stdout, done.stderr)
     _check(sample_case, ctx, result, before, corpus)
+    assert _digests(sample_case, ctx, corpus) == kept
 
 
 def test_corpus_size_and_spread(corpus: Any) -> None:

@@ -42,10 +42,10 @@ from condvln.errors import CondVLNError, ConfigError, FormatError, ValidationErr
 from condvln.frames import quaternion_to_yaw
 from condvln.io import (
     atomic_write_bytes,
+    check_regular_file,
     dumps_json,
     output_lock,
     output_path,
-    read_bytes,
     read_json,
 )
 from condvln.scene.serialize import load_scene
@@ -293,7 +293,8 @@ def read_trajectories(path: Path) -> list[dict[str, Any]]:
     """
     if not path.exists() and not path.is_symlink():
         return []
-    data = read_bytes(path) if path.stat().st_size else b""
+    check_regular_file(path)
+    data = path.read_bytes()
     lines = data.splitlines(keepends=True)
     records, good = [], 0
     for number, line in enumerate(lines, start=1):
@@ -324,7 +325,7 @@ def read_trajectories(path: Path) -> list[dict[str, Any]]:
 
 def _check_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
     path = out_dir / MANIFEST
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return
     old = read_json(path, FormatError)
     if not isinstance(old, dict):

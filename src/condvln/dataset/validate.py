@@ -245,13 +245,12 @@ def _scene_disjointness(root: Path, used: dict[str, set[str]]) -> list[str]:
     names = list(groups)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            by_id = groups[a] & groups[b]
-            by_content = {digests[x] for x in groups[a]} & {digests[y] for y in groups[b]}
-            if by_id or by_content:
-                shared = sorted(by_id) or sorted(x for x in groups[a] if digests[x] in by_content)
+            contents_b = {digests[y] for y in groups[b]}
+            shared = sorted(x for x in groups[a] if digests[x] in contents_b)
+            if shared:
                 problems.append(
-                    f"{root}: splits {a} and {b} share {len(by_content | set(by_id))} scene(s) "
-                    f"(e.g. {shared[0]}): seen and unseen splits must be scene-disjoint"
+                    f"{root}: splits {a} and {b} share {len(shared)} scene(s) (e.g. {shared[0]}): "
+                    "seen and unseen splits must be scene-disjoint"
                 )
     return problems
 

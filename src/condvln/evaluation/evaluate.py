@@ -221,7 +221,7 @@ def score_prediction(
             options=options,
         )
     except Unreachable as exc:
-        raise ValidationError(f"episode {episode['episode_id']}: {exc}") from None
+        raise ValidationError(f"episode {episode['episode_id']}: field 'goals': {exc}") from None
     return record | {"off_map_positions": off_map}
 
 
@@ -254,6 +254,8 @@ def score_split(
         for i in indices:
             try:
                 records[i] = _score_one(episodes[i], predictions, geodesic, split, options)
+            except ValidationError as exc:
+                raise ValidationError(f"{split_path(dataset_dir, split)}: {exc}") from None
             except (KeyError, IndexError, TypeError) as exc:
                 raise FormatError(
                     f"missing or malformed episode field ({exc!r})",
