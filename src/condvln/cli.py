@@ -109,9 +109,11 @@ def scenes_export(
     source: SourceOption = "procedural",
 ) -> None:
     """Export a scene as CondVLN scene JSON (loadable again with ``--source condvln``)."""
+    from condvln.io import output_path
     from condvln.scene.serialize import save_scene
     from condvln.scene.sources import load
 
+    output_path(out, folder=False)  # awkward --out paths fail before any work
     scene = load(source, reference)
     save_scene(scene, out)
     console.print(
@@ -127,10 +129,12 @@ def scenes_render(
     labels: Annotated[bool, typer.Option(help="Label objects with their ids.")] = True,
 ) -> None:
     """Draw a top-down map: rooms, walls, doors, obstacles, navigable area, objects."""
+    from condvln.io import output_path
     from condvln.nav import GridNavigator
     from condvln.nav.render import render_map
     from condvln.scene.sources import load
 
+    output_path(out, folder=False)
     scene = load(source, reference)
     navigator = GridNavigator(scene)
     render_map(scene, out, navigator, show_labels=labels)
@@ -153,10 +157,13 @@ def graph_command(
 ) -> None:
     """Build a scene's spatial scene graph, print a summary and optionally export it."""
     from condvln.graph import PREDICATES, Truth, build_scene_graph, save_graph, summarize
+    from condvln.io import output_path
     from condvln.scene.sources import load
 
     if predicate is not None:
         PREDICATES.get(predicate)  # unknown names fail before any work, with a suggestion
+    if out is not None:
+        output_path(out, folder=False)
     graph = build_scene_graph(load(source, reference))
     summary = summarize(graph)
     table = Table(title=f"{summary['scene_id']} scene graph (config {summary['config_hash']})")

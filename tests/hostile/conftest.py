@@ -967,6 +967,22 @@ def output_cases() -> list[Case]:
                 return _writers(ctx, make(ctx.tmp))[command]
 
             cases.append(Case(f"{command}-out-{name}", "output path", prepare, (needle,)))
+    for name, make, needle in (
+        ("under-a-file", lambda t: (t / "file").write_text("x") and t / "file" / "o.json", "is not a folder"),
+        ("a-folder", lambda t: (t / "o.json").mkdir() or t / "o.json", "is a folder"),
+        ("dangling-symlink", lambda t: ((t / "o.json").symlink_to(t / "nowhere"), t / "o.json")[1], "dangling"),
+    ):  # fmt: skip
+        for command in ("export", "render", "graph"):
+
+            def file_out(ctx: Ctx, make=make, command=command) -> list[str]:
+                out = str(make(ctx.tmp))
+                return {
+                    "export": ["scenes", "export", "3", "--out", out],
+                    "render": ["scenes", "render", "3", "--out", out],
+                    "graph": ["graph", "3", "--out", out],
+                }[command]
+
+            cases.append(Case(f"{command}-out-{name}", "output path", file_out, (needle,)))
     for command in ("generate", "oracle", "run", "evaluate", "benchmark"):
 
         def locked(ctx: Ctx, command=command) -> list[str]:
