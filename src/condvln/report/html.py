@@ -202,11 +202,13 @@ class _MapData:
     def __init__(self) -> None:
         self.scenes: list[dict[str, Any]] = []
         self.episodes: list[dict[str, Any]] = []
+        self._figures: list[EpisodeFigure] = []
         self._scene_index: dict[Path, int] = {}
         self._episode_index: dict[tuple[Path, str, Any], int] = {}
         self._splits: dict[tuple[Path, str], dict[Any, Mapping[str, Any]]] = {}
 
     def split(self, dataset: Path, split: str) -> dict[Any, Mapping[str, Any]]:
+        """The split's episodes by id (read once)."""
         from condvln.evaluation.evaluate import load_split_episodes
 
         key = (dataset.resolve(), split)
@@ -216,6 +218,7 @@ class _MapData:
         return self._splits[key]
 
     def scene(self, dataset: Path, scene_id: str) -> int:
+        """Index of the scene's background in :attr:`scenes` (drawn on first use)."""
         from condvln.evaluation.evaluate import NAV_CONFIG
         from condvln.nav import GridNavigator
         from condvln.scene.serialize import load_scene
@@ -231,14 +234,17 @@ class _MapData:
     def episode(
         self, dataset: Path, split: str, episode: Mapping[str, Any]
     ) -> tuple[int, EpisodeFigure]:
-        figure = episode_figure(episode)
-        key = (dataset.resolve(), split, figure.episode_id)
+        """Index of the episode's figure in :attr:`episodes` (added on first use) and the figure."""
+        key = (dataset.resolve(), split, episode["episode_id"])
         if key not in self._episode_index:
+            figure = episode_figure(episode)
             data = layers_json(figure)
             data["scene"] = self.scene(dataset, figure.scene_id)
             self._episode_index[key] = len(self.episodes)
             self.episodes.append(data)
-        return self._episode_index[key], figure
+            self._figures.append(figure)
+        index = self._episode_index[key]
+        return index, self._figures[index]
 
 
 def _round(value: Any) -> Any:
