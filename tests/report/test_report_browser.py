@@ -161,7 +161,7 @@ def test_rows_open_their_maps(page: Any, bench: Path) -> None:
     assert len(first_of_scene) == len(data["scenes"]) >= 2
     records = {(r, rec["episode_id"]): rec for r in RUN_ORDER for rec in _records(bench, r)}
     for i in first_of_scene.values():
-        page.find_elements("css selector", "#episodes tbody tr")[i].click()
+        page.find_element("css selector", f'#episodes tbody tr[data-i="{i}"]').click()
         state = page.execute_script("""
             const img = document.getElementById('map-image'), svg = document.getElementById('map-svg');
             return [!document.getElementById('map-panel').hidden, img.complete, img.naturalWidth,
@@ -195,3 +195,23 @@ def test_screenshots_are_not_blank(page: Any, tmp_path: Path) -> None:
         assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 100, name
     page.execute_script("condvlnReport.closeMap()")
     assert _errors(page) == []
+
+
+def test_long_tables_are_shown_a_page_at_a_time(browser: Any, bench: Path, tmp_path: Path) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    from condvln.report.html import write_report
+
+    out = tmp_path / "paged.html"
+    summary = write_report(bench, out, page_rows=100)
+    browser.get(out.resolve().as_uri())
+    assert len(_visible_rows(browser)) == 100
+    count = browser.find_element("id", "row-count")
+    assert count.text == f"{summary.rows} of {summary.rows} rows (first 100 shown)"
+    browser.find_element("id", "show-more").click()
+    assert len(_visible_rows(browser)) == 200
+    Select(browser.find_element("id", "f-run")).select_by_value("goal_only")
+    rows = _visible_rows(browser)
+    assert len(rows) == len(_records(bench, "goal_only")) and {r[0] for r in rows} == {"goal_only"}
+    assert not browser.find_element("id", "show-more").is_displayed()
+    assert _errors(browser) == []

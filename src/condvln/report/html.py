@@ -64,6 +64,10 @@ ROW_KEYS = {
 CMAP_STOPS = 32
 """Colours sampled from the trajectory colour map for the page's script."""
 
+PAGE_ROWS = 500
+"""Episode-table rows put in the page at a time ("show more" adds as many): laying out all
+5,328 rows of the default benchmark would take seconds."""
+
 
 @dataclass(frozen=True)
 class ReportSummary:
@@ -290,7 +294,11 @@ def _json_script(data: Any) -> str:
 
 
 def build_report(
-    runs: Sequence[RunResult], *, title: str, progress: Progress | None = None
+    runs: Sequence[RunResult],
+    *,
+    title: str,
+    progress: Progress | None = None,
+    page_rows: int = PAGE_ROWS,
 ) -> tuple[str, dict[str, Any], list[str]]:
     """The report page of ``runs``, its embedded data and warnings (runs without maps).
 
@@ -307,6 +315,7 @@ def build_report(
         "scenes": maps.scenes,
         "episodes": maps.episodes,
         "rows": rows,
+        "page": page_rows,
     }
     first = runs[0].records
     sections = {
@@ -338,9 +347,19 @@ def matplotlib_hex(rgba: Sequence[float]) -> str:
 
 
 def write_report(
-    results: str | Path, out: str | Path, *, progress: Progress | None = None
+    results: str | Path,
+    out: str | Path,
+    *,
+    progress: Progress | None = None,
+    page_rows: int = PAGE_ROWS,
 ) -> ReportSummary:
     """Write the HTML report of a results folder (see :mod:`.results` for the layouts).
+
+    Args:
+        results: a benchmark folder or one ``condvln evaluate`` output folder.
+        out: the HTML file to write (atomically).
+        progress: ``progress(label, total)`` returning an ``advance()`` callback.
+        page_rows: episode-table rows shown at a time.
 
     Raises:
         ConfigError: no evaluation output in ``results``.
@@ -349,7 +368,10 @@ def write_report(
     results, out = Path(results), Path(out)
     runs = load_results(results)
     page, data, warnings = build_report(
-        runs, title=f"CondVLN report: {results.resolve().name}", progress=progress
+        runs,
+        title=f"CondVLN report: {results.resolve().name}",
+        progress=progress,
+        page_rows=page_rows,
     )
     encoded = page.encode()
     atomic_write_bytes(out, encoded)

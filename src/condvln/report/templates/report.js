@@ -31,28 +31,39 @@
   fillOptions(select.cat, distinct((r) => String(r.cat)));
   fillOptions(select.fail, distinct(outcome));
 
-  body.innerHTML = DATA.rows.map((row, i) =>
-    `<tr data-i="${i}"><td class="text">${esc(DATA.runs[row.r])}</td><td>${esc(row.id)}</td>` +
-    `<td class="text">${esc(row.scene)}</td><td class="text">${esc(row.cat)}</td><td>${esc(row.d)}</td>` +
-    `<td>${esc(row.l)}</td><td class="text">${esc(outcome(row))}</td>` +
-    `<td class="${row.sr ? "ok" : "bad"}">${yesNo(row.sr)}</td><td>${pct(row.spl)}</td>` +
-    `<td>${pct(row.bsa)}</td><td>${yesNo(row.csr)}</td><td>${yesNo(row.ba)}</td><td>${esc(row.steps)}</td>` +
-    `<td class="text">${row.e === null ? "no map" : "open"}</td></tr>`).join("");
-  const trs = Array.from(body.rows);
+  function rowHtml(i) {
+    const row = DATA.rows[i];
+    return `<tr data-i="${i}"><td class="text">${esc(DATA.runs[row.r])}</td><td>${esc(row.id)}</td>` +
+      `<td class="text">${esc(row.scene)}</td><td class="text">${esc(row.cat)}</td><td>${esc(row.d)}</td>` +
+      `<td>${esc(row.l)}</td><td class="text">${esc(outcome(row))}</td>` +
+      `<td class="${row.sr ? "ok" : "bad"}">${yesNo(row.sr)}</td><td>${pct(row.spl)}</td>` +
+      `<td>${pct(row.bsa)}</td><td>${yesNo(row.csr)}</td><td>${yesNo(row.ba)}</td><td>${esc(row.steps)}</td>` +
+      `<td class="text">${row.e === null ? "no map" : "open"}</td></tr>`;
+  }
 
+  // Only the first `limit` matching rows are in the DOM (a 5,000-row table takes seconds to lay out).
+  let matching = [], limit = DATA.page;
+  const more = document.getElementById("show-more");
+  function render() {
+    body.innerHTML = matching.slice(0, limit).map(rowHtml).join("");
+    const shown = Math.min(limit, matching.length);
+    document.getElementById("row-count").textContent = `${matching.length} of ${DATA.rows.length} rows` +
+      (shown < matching.length ? ` (first ${shown} shown)` : "");
+    more.hidden = shown >= matching.length;
+  }
   function applyFilters() {
     const run = select.run.value, cat = select.cat.value, fail = select.fail.value;
     const sr = select.sr.value, id = select.id.value.trim();
-    let shown = 0;
+    matching = [];
     DATA.rows.forEach((row, i) => {
-      const ok = (!run || DATA.runs[row.r] === run) && (!cat || String(row.cat) === cat) &&
+      if ((!run || DATA.runs[row.r] === run) && (!cat || String(row.cat) === cat) &&
         (!fail || outcome(row) === fail) && (!sr || String(row.sr) === sr) &&
-        (!id || String(row.id) === id);
-      trs[i].hidden = !ok;
-      if (ok) shown += 1;
+        (!id || String(row.id) === id)) matching.push(i);
     });
-    document.getElementById("row-count").textContent = `${shown} of ${DATA.rows.length} rows`;
+    limit = DATA.page;
+    render();
   }
+  more.addEventListener("click", () => { limit += DATA.page; render(); });
   for (const el of Object.values(select)) {
     el.addEventListener("input", applyFilters);
     el.addEventListener("change", applyFilters);
