@@ -376,8 +376,9 @@ def viz_episode(
     figure = episode_figure(episode)
     geodesic = SceneGeodesic(scene_file(dataset, figure.scene_id))
     record = score_prediction(episode, trajectory, geodesic)
-    path = agent_path(str(manifest.get("agent", run_dir.name)), trajectory.positions, record,
-                      trajectory.stop)  # fmt: skip
+    agent, name = str(manifest.get("agent", "")), run_dir.resolve().name
+    label = name if agent in ("", name) else f"{name} (agent {agent})"
+    path = agent_path(label, trajectory.positions, record, trajectory.stop)
     navigator = geodesic.navigator
     out = draw_episode(navigator.scene, navigator, figure, path, out_path)
     return out, figure, path
