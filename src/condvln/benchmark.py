@@ -12,6 +12,7 @@ Results folder::
     table2.md|csv            paper Table 2 layout, one row per run
     table3.md|csv            paper Table 3 layout (depth and chain sweeps)
     results.json             the main numbers of every run
+    report.html              the self-contained HTML report (``condvln report``)
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ def _benchmark(
     from condvln.agents.run import run_agent
     from condvln.evaluation.evaluate import evaluate_run
     from condvln.evaluation.tables import table2, table3
+    from condvln.report.html import write_report
 
     dataset = _dataset(out, config, workers, progress)
     if not load_split(dataset, split)["episodes"]:
@@ -179,4 +181,5 @@ def _benchmark(
         "runs": summaries,
     }
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    write_report(out, out / "report.html", progress=progress)
     return {"results": results, "tables": tables, "records": records}
