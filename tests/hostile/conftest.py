@@ -324,6 +324,9 @@ VALIDATE_ONLY_MUTATIONS: list[tuple[str, Any, str]] = [
     ("info.condvln.program", {"steps": []}, "info.condvln.program"),
     ("info.geodesic_distance", 123.0, "info.geodesic_distance"),
     ("start_rotation", [0.0, 0.0, 0.0, 1.0 + 1e-4], "start_rotation"),
+    ("reference_path[0]", [9.5, 9.5, 9.5], "reference_path"),
+    ("goals[0].position", [0.5, 0.0, 0.5], "goals[0].position"),
+    ("info.condvln.branch_path", [True, True, True, True], "info.condvln.program"),
 ]
 """Schema-valid but wrong: only ``validate`` re-derives these from the scene."""
 
@@ -1108,6 +1111,73 @@ def resume_cases() -> list[Case]:
     return cases
 
 
+def _results_folder(ctx: Ctx) -> tuple[Path, Path]:
+    """A run folder and its evaluation folder for the one-episode dataset."""
+    ds = ctx.dataset()
+    run, ev = ctx.tmp / "run", ctx.tmp / "eval"
+    args = ["run", "--agent", "random", "--dataset", str(ds), "--split", "val_unseen",
+            "--out", str(run), "-j", "1", "-q"]  # fmt: skip
+    assert invoke(args).code == 0
+    args = [
+        "evaluate",
+        str(ds),
+        str(run / "trajectories.jsonl"),
+        "--out",
+        str(ev),
+        "--split",
+        "val_unseen",
+    ]
+    assert invoke(args).code == 0
+    return run, ev
+
+
+def _write(name: str, content: bytes) -> Callable[[Path], None]:
+    return lambda folder: (folder / name).write_bytes(content)
+
+
+REPORT_HOSTILES: dict[str, tuple[str, Callable[[Path], None], tuple[str, ...]]] = {
+    # name: (folder: run or eval, edit, needles)
+    "viz-manifest-list": ("run", _write("manifest.json", b"[1]"), ("manifest.json", "JSON object")),
+    "viz-manifest-invalid": ("run", _write("manifest.json", b"{"), ("manifest.json", "not valid JSON")),
+    "viz-manifest-split-escape": ("run", lambda r: (r / "manifest.json").write_bytes((r / "manifest.json").read_bytes().replace(b'"val_unseen"', b'"../../x"')), ("manifest.json", "field 'split'")),
+    "viz-manifest-deep": ("run", _write("manifest.json", b"[" * 3000 + b"]" * 3000), ("manifest.json", "nested deeper")),
+    "viz-trajectories-bad": ("run", _write("trajectories.jsonl", b'{"episode_id": 1, "positions": 5, "headings": [], "stop": true}\n'), ("trajectories.jsonl", "field 'positions'")),
+    "viz-trajectories-fifo": ("run", lambda r: ((r / "trajectories.jsonl").unlink(), os.mkfifo(r / "trajectories.jsonl")), ("trajectories.jsonl", "not a regular file")),
+    "report-metrics-invalid": ("eval", _write("metrics.json", b'{"a":'), ("metrics.json", "not valid JSON")),
+    "report-metrics-list": ("eval", _write("metrics.json", b"[1, 2]"), ("metrics.json",)),
+    "report-metrics-dev-zero": ("eval", lambda e: ((e / "metrics.json").unlink(), (e / "metrics.json").symlink_to("/dev/zero")), ("no evaluation output found",)),
+    "report-episodes-bad-line": ("eval", _write("episodes.jsonl", b'{"x": 1}\n[2]\n'), ("episodes.jsonl", "line 1")),
+    "report-episodes-deep": ("eval", _write("episodes.jsonl", b"[" * 3000 + b"]" * 3000 + b"\n"), ("episodes.jsonl",)),
+}  # fmt: skip
+"""Hostile run and evaluation folders for ``viz`` and ``report``."""
+
+
+def report_cases() -> list[Case]:
+    cases = []
+    for name, (which, edit, needles) in REPORT_HOSTILES.items():
+
+        def prepare(ctx: Ctx, which=which, edit=edit) -> list[str]:
+            run, ev = _results_folder(ctx)
+            if which == "run":
+                edit(run)
+                return [
+                    "viz",
+                    str(run),
+                    "--episode",
+                    "1",
+                    "--out",
+                    str(ctx.tmp / "x.png"),
+                    "--dataset",
+                    str(ctx.tmp / "ds"),
+                ]
+            edit(ev)
+            return ["report", str(ev), "--out", str(ctx.tmp / "r.html"), "-q"]
+
+        outputs = ("x.png",) if which == "run" else ("r.html",)
+        cases.append(Case(name, "run and results folders", prepare, needles, outputs=outputs))
+    return cases
+
+
 def control_cases() -> list[Case]:
     """The unmodified inputs succeed: the corpus's failures come from the hostile parts."""
 
@@ -1134,6 +1204,7 @@ def all_cases() -> list[Case]:
         + output_cases()
         + option_cases()
         + resume_cases()
+        + report_cases()
     )
 
 

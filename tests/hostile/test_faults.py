@@ -156,7 +156,7 @@ def test_run_killed_at_random_points_resumes_to_identical_bytes(base: Any, tmp_p
 
 
 BENCH = ("--scenes", "6", "--per-scene", "16", "-j", "1", "-q")
-BENCH_VOLATILE = ("manifest.json", "results.json")
+BENCH_VOLATILE = ("manifest.json", "results.json", "report.html")
 """Files with timestamps or wall times (compared separately)."""
 
 

@@ -31,6 +31,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle
 
+from condvln.dataset.vlnce import SPLITS
 from condvln.errors import ConfigError, FormatError
 from condvln.frames import heading_vector, quaternion_to_yaw
 from condvln.io import atomic_write_bytes, read_json
@@ -364,8 +365,16 @@ def viz_episode(
 
     run_dir = Path(run_dir)
     manifest = read_json(run_dir / "manifest.json")
-    dataset = Path(dataset_dir or manifest.get("dataset") or "")
+    if not isinstance(manifest, Mapping):
+        raise FormatError(
+            "must be a JSON object (the run's manifest)", file=str(run_dir / "manifest.json")
+        )
+    dataset = Path(dataset_dir or str(manifest.get("dataset") or ""))
     split = str(manifest.get("split"))
+    if split not in SPLITS:
+        raise FormatError(
+            f"names unknown split {split!r}", file=str(run_dir / "manifest.json"), field="split"
+        )
     episodes = {e["episode_id"]: e for e in load_split_episodes(dataset, split)}
     if episode_id not in episodes:
         raise ConfigError(f"episode {episode_id} is not in split {split!r} of {dataset}")
