@@ -16,7 +16,8 @@ Results folder::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,11 +40,12 @@ NOISE = {"miss_rate": 0.3, "confusion_rate": 0.1, "false_detection_rate": 0.05}
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One row of the benchmark: a name, an agent and its observation protocol overrides."""
+    """One row of the benchmark: a name, an agent, its protocol overrides and constructor args."""
 
     name: str
     agent: str
     protocol: dict[str, Any] = field(default_factory=dict)
+    agent_args: dict[str, Any] = field(default_factory=dict)
 
 
 RUNS = (
@@ -55,6 +57,26 @@ RUNS = (
     RunSpec("oracle_linear", "oracle_linear"),
 )
 """The baselines, from the weakest reference to the paper's oracle."""
+
+
+def user_runs(agents: Iterable[str], agent_args: Mapping[str, Any] | None = None) -> tuple:
+    """Benchmark rows for users' agents (``condvln benchmark --agent SPEC``), named by class.
+
+    >>> [r.name for r in user_runs(["my_agents:Mine", "x/y.py:Mine", "http://127.0.0.1:8000"])]
+    ['Mine', 'Mine-2', '127.0.0.1-8000']
+    """
+    rows: list[RunSpec] = []
+    taken = {r.name for r in RUNS}
+    for agent in agents:
+        base = agent.split("//", 1)[1] if "://" in agent else agent.rpartition(":")[2] or agent
+        base = re.sub(r"[^A-Za-z0-9_.+-]+", "-", base).strip("-") or "agent"
+        name, k = base, 1
+        while name in taken:
+            k += 1
+            name = f"{base}-{k}"
+        taken.add(name)
+        rows.append(RunSpec(name, agent, agent_args=dict(agent_args or {})))
+    return tuple(rows)
 
 
 def _dataset(out: Path, config: GenerateConfig, workers: int, progress: Progress | None) -> Path:
@@ -125,6 +147,7 @@ def run_benchmark(
             dataset,
             split,
             run_dir,
+            agent_args=spec.agent_args,
             protocol=spec.protocol,
             workers=workers,
             progress=_episode_progress(progress, f"run {spec.name}"),
@@ -139,7 +162,9 @@ def run_benchmark(
         records[spec.name] = result["records"]
         summaries[spec.name] = {
             "agent": spec.agent,
+            "agent_args": spec.agent_args,
             "protocol": spec.protocol,
+            "agent_failures": summary.failures,
             "episodes": summary.episodes,
             "seconds": round(summary.seconds, 2),
             "metrics": {k: v.get("mean") for k, v in result["metrics"]["metrics"].items()},

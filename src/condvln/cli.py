@@ -379,9 +379,24 @@ def evaluate_command(
     console.print(f"wrote {out}")
 
 
+AgentArgOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--agent-arg",
+        help="Agent constructor argument KEY=VALUE, VALUE parsed as JSON (repeatable).",
+    ),
+]
+
+
 @app.command("run")
 def run_command(
-    agent: Annotated[str, typer.Option(help="Agent name (see `condvln agents`) or module:Class.")],
+    agent: Annotated[
+        str,
+        typer.Option(
+            help="Agent: a name (see `condvln agents`), package.module:Class, "
+            "path/to/file.py:Class or http://HOST:PORT (an agent server)."
+        ),
+    ],
     dataset: Annotated[Path, typer.Option(help="Dataset folder written by `condvln generate`.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumed if present).")],
     split: Annotated[str, typer.Option(help="Split to run.")] = "val_unseen",
@@ -394,10 +409,27 @@ def run_command(
         float, typer.Option(help="Perception noise: spurious detections per step.")
     ] = 0.0,
     map_access: Annotated[bool, typer.Option(help="Give the agent the navigable map.")] = True,
+    agent_arg: AgentArgOption = None,
+    batch_size: Annotated[
+        int, typer.Option(help="Episodes per worker stepped in lockstep (agents with act_batch).")
+    ] = 1,
+    step_timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds an agent call may take; slower steps end the episode."),
+    ] = None,
+    fail_fast: Annotated[
+        bool, typer.Option(help="Stop at the first episode the agent fails.")
+    ] = False,
     workers: WorkersOption = None,
     quiet: QuietOption = False,
 ) -> None:
-    """Run an agent in the built-in simulator; writes trajectories and VLN-CE predictions."""
+    """Run an agent in the built-in simulator; writes trajectories and VLN-CE predictions.
+
+    An exception in the agent, an invalid action or a step slower than --step-timeout ends
+    that episode (status agent_error / invalid_action / timeout, with a reason); the run goes
+    on and running the command again retries those episodes.
+    """
+    from condvln.agents.base import parse_agent_args
     from condvln.agents.run import run_agent
     from condvln.synth.pipeline import default_workers
 
@@ -414,16 +446,27 @@ def run_command(
             dataset,
             split,
             out,
+            agent_args=parse_agent_args(agent_arg or ()),
             protocol=protocol,
             seed=seed,
             workers=workers or default_workers(),
+            batch_size=batch_size,
+            step_timeout=step_timeout,
+            fail_fast=fail_fast,
             limit=limit,
             progress=_done_total(bars, f"{agent} on {split}"),
         )
     console.print(
         f"wrote {out}: {summary.ran} episodes run, {summary.skipped} resumed, "
-        f"{summary.stopped} stopped, {summary.steps} steps in {summary.seconds:.1f} s"
+        f"{summary.stopped} stopped, {summary.steps} steps in {summary.seconds:.1f} s",
+        markup=False,
     )
+    if summary.failures:
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.failures.items()))
+        console.print(
+            f"agent failures: {counts} (reasons in trajectories.jsonl; run again to retry them)",
+            markup=False,
+        )
 
 
 def _done_total(bars: _MultiProgress, label: str) -> Callable[[int, int], None]:
@@ -461,11 +504,21 @@ def benchmark_command(
         typer.Option(help="Instructions sampled per house (default 50; 75 with --full)."),
     ] = None,
     split: Annotated[str, typer.Option(help="Split the agents are scored on.")] = "val_unseen",
+    agent: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent",
+            help="Also run this agent (module:Class, file.py:Class or http://HOST:PORT; "
+            "repeatable).",
+        ),
+    ] = None,
+    agent_arg: AgentArgOption = None,
     workers: WorkersOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
-    from condvln.benchmark import SMALL, run_benchmark
+    from condvln.agents.base import parse_agent_args
+    from condvln.benchmark import RUNS, SMALL, run_benchmark, user_runs
     from condvln.dataset.generate import GenerateConfig
     from condvln.synth.pipeline import default_workers
 
@@ -478,12 +531,14 @@ def benchmark_command(
             config=config,
             split=split,
             workers=workers or default_workers(),
+            runs=RUNS + user_runs(agent or (), parse_agent_args(agent_arg or ())),
             progress=bars.add,
         )
     console.print(_compact(outcome["tables"]["table2"], _TABLE2_COLUMNS, "Main results (%)"))
     console.print(
         "BA: branch accuracy (ended nearest the gold branch goal); "
-        "1/n: chance; any: stopped at some branch goal; WB: stopped at a wrong branch's goal"
+        "1/n: chance; any: stopped at some branch goal; WB: stopped at a wrong branch's goal; "
+        "fault: episodes the agent failed (error, invalid action, timeout)"
     )
     console.print(
         _compact(outcome["tables"]["table3"], _TABLE3_COLUMNS, "CSR by depth d and chain ℓ (%)")
@@ -502,6 +557,7 @@ _TABLE2_COLUMNS = {
     "diagnostics chance": "1/n",
     "diagnostics SR-any": "any",
     "diagnostics WB": "WB",
+    "diagnostics fault": "fault",
 }
 _TABLE3_COLUMNS = {
     "base d=1,ℓ=1 CSR": "d1 ℓ1",

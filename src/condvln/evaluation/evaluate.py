@@ -57,7 +57,12 @@ from condvln.dataset.vlnce import available_splits, load_split, split_path
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants, pair_consistency
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
-from condvln.evaluation.predictions import Predictions, Trajectory, read_predictions
+from condvln.evaluation.predictions import (
+    AGENT_FAILURES,
+    Predictions,
+    Trajectory,
+    read_predictions,
+)
 from condvln.evaluation.scoring import Record, invalid_episode, score_episode
 from condvln.evaluation.spaces import ContinuousSpace, FloatArray
 from condvln.evaluation.tables import FAILURE_CATEGORIES, ResultTable, table2, table3
@@ -270,7 +275,12 @@ def _score_one(
         score = invalid_episode(n_sub) | {"off_map_positions": 0}
     else:
         score = score_prediction(episode, trajectory, geodesic, options)
-    return _metadata(episode, split) | score | _branch_choice(episode, score)
+    status = None if trajectory is None else trajectory.status
+    agent = {
+        "agent_status": status,
+        "agent_fault": None if status is None else status in AGENT_FAILURES,
+    }
+    return _metadata(episode, split) | score | _branch_choice(episode, score) | agent
 
 
 def _branch_choice(episode: Mapping[str, Any], score: Record) -> Record:
@@ -347,6 +357,10 @@ def _counts(records: Sequence[Record], episode_ids: set[int], predictions: Predi
         "extra_ids": extra[:EXTRA_IDS_LISTED],
         "off_map_positions": int(sum(off_map)),
         "off_map_episodes": int(sum(1 for k in off_map if k)),
+        "agent_failures": {
+            status: sum(r.get("agent_status") == status for r in records)
+            for status in AGENT_FAILURES
+        },
     }
 
 
