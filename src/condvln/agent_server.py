@@ -240,9 +240,9 @@ def serve(agent, host="127.0.0.1", port=8000, name=None, max_batch_size=None, re
     """Serve ``agent`` until interrupted; ``ready(url)`` is called once listening."""
     server = Server((host, port), make_handler(AgentService(agent, name, max_batch_size)))
     url = "http://{}:{}".format(host, server.server_address[1])
-    if ready is not None:
-        ready(url)
     try:
+        if ready is not None:
+            ready(url)
         server.serve_forever()
     except KeyboardInterrupt:
         pass
