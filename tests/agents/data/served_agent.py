@@ -18,6 +18,7 @@ class DetectionAgent(object):
         bad_action: Return this value instead of an action in every episode.
         exit_episode: Raise ``SystemExit`` in ``act`` of this episode id.
         kill_file: When this file exists, delete it and kill the process in ``act``.
+        log_file: Append ``construct <pid>`` here when constructed, ``reset <pid>`` per reset.
     """
 
     instruction_source = "original"
@@ -30,6 +31,7 @@ class DetectionAgent(object):
         bad_action=None,
         exit_episode=None,
         kill_file=None,
+        log_file=None,
     ):
         self.sleep = sleep
         self.max_steps = max_steps
@@ -37,10 +39,16 @@ class DetectionAgent(object):
         self.bad_action = bad_action
         self.exit_episode = exit_episode
         self.kill_file = kill_file
-        self.resets = 0
+        self.log_file = log_file
+        self._log("construct")
+
+    def _log(self, event):
+        if self.log_file:
+            with open(self.log_file, "a") as fh:
+                fh.write("{} {}\n".format(event, os.getpid()))
 
     def reset(self, episode):
-        self.resets += 1
+        self._log("reset")
         self.episode_id = episode.episode_id
         self.last = min(episode.step_budget - 1, self.max_steps)
         self.scan = 2 if episode.seed % 2 else 3
