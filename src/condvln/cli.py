@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from condvln import __version__
@@ -479,6 +480,47 @@ def _done_total(bars: _MultiProgress, label: str) -> Callable[[int, int], None]:
         bars.progress.update(state["task"], completed=done)
 
     return update
+
+
+@app.command("check-agent")
+def check_agent_command(
+    agent: Annotated[
+        str,
+        typer.Argument(help="Agent spec: name, module:Class, file.py:Class or http://HOST:PORT."),
+    ],
+    dataset: Annotated[
+        Path | None, typer.Option(help="Dataset folder (default: a small generated one).")
+    ] = None,
+    split: Annotated[str, typer.Option(help="Split whose first episodes are used.")] = "train",
+    episodes: Annotated[int, typer.Option(help="Episodes per check run.")] = 3,
+    agent_arg: AgentArgOption = None,
+    step_timeout: Annotated[float, typer.Option(help="Seconds an agent call may take.")] = 30.0,
+) -> None:
+    """Check an agent: interface, valid actions, determinism, no label access (exit 1 on FAIL)."""
+    from condvln.agents.base import parse_agent_args
+    from condvln.agents.check import check_agent
+
+    checks = check_agent(
+        agent,
+        dataset=dataset,
+        split=split,
+        episodes=episodes,
+        agent_args=parse_agent_args(agent_arg or ()),
+        step_timeout=step_timeout,
+    )
+    table = Table(title=f"check-agent {agent}")
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("detail")
+    styles = {"ok": "green", "warn": "yellow", "FAIL": "bold red", "skip": "dim"}
+    for check in checks:
+        table.add_row(check.name, f"[{styles[check.level]}]{check.level}[/]", escape(check.detail))
+    console.print(table)
+    failed = [c.name for c in checks if c.level == "FAIL"]
+    if failed:
+        console.print(f"FAILED: {', '.join(failed)}", markup=False)
+        raise typer.Exit(1)
+    console.print("all checks passed", markup=False)
 
 
 @app.command("agents")

@@ -310,7 +310,8 @@ class EpisodeWorker:
     def __init__(self, config: WorkerConfig, agent: Any = None) -> None:
         self.config = config
         self.agent = agent if agent is not None else load_agent(config.agent, config.agent_args)
-        self.batch_size = config.batch_size if is_batched(self.agent) else 1
+        self.batched = is_batched(self.agent)
+        self.batch_size = config.batch_size if self.batched else 1
         self._navigators: dict[str, GridNavigator] = {}
         self._sims: dict[tuple[str, int], Simulator] = {}
         self.failed = False
@@ -353,9 +354,9 @@ class EpisodeWorker:
         return episode
 
     def actions(self, episodes: list[_Episode]) -> list[Any]:
-        """One raw action per episode (``act`` or one ``act_batch`` call)."""
+        """One raw action per episode: ``act``, or one ``act_batch`` call for batched agents."""
         timeout = self.config.step_timeout
-        if len(episodes) == 1 and self.batch_size == 1:
+        if not self.batched:
             return [call_agent("act", self.agent.act, episodes[0].obs, timeout=timeout)]
         observations = [e.obs for e in episodes]
         ids = [e.spec.episode_id for e in episodes]

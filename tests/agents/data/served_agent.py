@@ -9,7 +9,7 @@ import time
 
 
 class DetectionAgent(object):
-    """Deterministic: turns towards the nearest detection and walks to it, else scans.
+    """Deterministic: walks towards the farthest detection, scans when it sees none or collides.
 
     Args:
         sleep: Seconds to sleep in every ``act`` (emulates a model).
@@ -68,14 +68,12 @@ class DetectionAgent(object):
         if observation.step >= self.last:
             return 0
         detections = observation.detections
-        if not detections:
+        if observation.collided or not detections:
             return self.scan
-        nearest = min(detections, key=lambda d: (d.depth, d.category))
-        if nearest.depth < 1.0:
-            return 0
-        if abs(nearest.bearing) < 0.27:
-            return 2 if observation.collided else 1
-        return 2 if nearest.bearing > 0 else 3
+        farthest = max(detections, key=lambda d: (d.depth, d.category))
+        if abs(farthest.bearing) < 0.27:
+            return 1
+        return 2 if farthest.bearing > 0 else 3
 
 
 class BatchedDetectionAgent(object):
