@@ -206,3 +206,20 @@ def test_loading_from_files_and_modules_without_pythonpath(
 
 def test_failure_names_agree_between_runner_and_evaluation() -> None:
     assert FAILURES == AGENT_FAILURES
+
+
+def test_cli_run_reports_failures_and_fail_fast(dataset: Path, tmp_path: Path, cli) -> None:
+    first = _ids(dataset, 1)[0]
+    base = ("run", "--agent", AGENT, "--dataset", str(dataset), "--split", "train")
+    base += ("--limit", "3", "-j", "1", "-q")
+    ok = cli(*base, "--out", str(tmp_path / "a"), "--agent-arg", f"fail_episode={first}")
+    assert ok.returncode == 0, ok.stderr
+    assert "agent failures: 1 agent_error" in ok.stdout
+    stop = cli(*base, "--out", str(tmp_path / "b"), "--agent-arg", "bad_action=true", "--fail-fast")
+    assert stop.returncode == 2 and stop.stderr.count("\n") == 1 and "Traceback" not in stop.stderr
+    assert "invalid_action: act returned True (bool)" in stop.stderr
+    bad = cli(*base, "--out", str(tmp_path / "c"), "--agent-arg", "oops")
+    assert bad.returncode == 2 and "--agent-arg 'oops': expected KEY=VALUE" in bad.stderr
+    gone = cli(*base, "--out", str(tmp_path / "d"), "--agent", "http://127.0.0.1:9")
+    assert gone.returncode == 2 and gone.stderr.startswith("condvln: error: agent server")
+    assert gone.stderr.count("\n") == 1

@@ -1,8 +1,11 @@
 """A Gymnasium environment over a CondVLN dataset split: ``gymnasium.make("condvln/CondVLN-v0")``.
 
->>> import gymnasium  # doctest: +SKIP
->>> env = gymnasium.make("condvln/CondVLN-v0", dataset="data/condvln", split="val_unseen")  # doctest: +SKIP
->>> obs, info = env.reset(seed=0)  # doctest: +SKIP
+::
+
+    import condvln, gymnasium
+    env = gymnasium.make("condvln/CondVLN-v0", dataset="data/condvln", split="val_unseen")
+    obs, info = env.reset(seed=0)
+    vec = gymnasium.vector.AsyncVectorEnv([make] * 4, shared_memory=False)  # detections vary
 
 Each ``reset`` starts one episode of the split: the one named by ``options={"episode_id": ID}``,
 else one drawn with the environment's seeded generator. Actions are ``Discrete(4)`` (VLN-CE: 0
