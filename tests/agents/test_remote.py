@@ -305,3 +305,29 @@ def test_server_stops_on_sigint(servers: list) -> None:
     server = Server(f"{AGENT_FILE}:DetectionAgent")
     server.proc.send_signal(signal.SIGINT)
     assert server.proc.wait(10) == 0
+
+
+def _readme_agent(tmp_path: Path) -> Path:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = readme.split("<!-- example: my_agent.py -->\n```python\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "my_agent.py"
+    path.write_text(block)
+    return path
+
+
+def test_readme_agent_checks_and_serves(dataset: Path, tmp_path: Path, servers: list) -> None:
+    from condvln.agents.check import check_agent
+
+    path = _readme_agent(tmp_path)
+    checks = check_agent(f"{path}:MyAgent", dataset=dataset, agent_args={"patience": 40})
+    assert all(c.level == "ok" for c in checks), checks
+    python = str(PYTHON36) if PYTHON36.is_file() else sys.executable
+    server = Server(f"{path}:MyAgent", "--arg", "patience=40", python=python)
+    servers.append(server)
+    remote = {c.name: c.level for c in check_agent(server.url, dataset=dataset)}
+    assert remote["no labels"] == "skip" and "FAIL" not in remote.values()
+    run_agent(
+        f"{path}:MyAgent", dataset, "train", tmp_path / "a", limit=4, agent_args={"patience": 40}
+    )
+    run_agent(server.url, dataset, "train", tmp_path / "b", limit=4, step_timeout=10)
+    assert _trajectories(tmp_path / "a") == _trajectories(tmp_path / "b")
