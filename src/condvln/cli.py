@@ -465,7 +465,8 @@ def run_command(
     if summary.failures:
         counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.failures.items()))
         console.print(
-            f"agent failures: {counts} (reasons in trajectories.jsonl; run again to retry them)",
+            f"agent failures: {counts}; first: {summary.first_failure} "
+            "(all reasons in trajectories.jsonl; run again to retry them)",
             markup=False,
         )
 

@@ -71,10 +71,12 @@ def test_invalid_actions(dataset: Path, tmp_path: Path, bad: object, shown: str)
         assert record["steps"] == 0 and record["stop"] is False
 
 
-def test_slow_steps_time_out_in_process(dataset: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_slow_steps_time_out(dataset: Path, tmp_path: Path, workers: int) -> None:
     summary = run_agent(
-        AGENT, dataset, "train", tmp_path, limit=2, agent_args={"sleep": 5.0}, step_timeout=0.2
-    )
+        AGENT, dataset, "train", tmp_path, limit=2, agent_args={"sleep": 5.0}, step_timeout=0.2,
+        workers=workers,
+    )  # fmt: skip
     assert summary.failures == {"timeout": 2} and summary.seconds < 5
     for record in _records(tmp_path).values():
         assert record["reason"] == "act: no answer within the step timeout of 0.2 s"
@@ -214,7 +216,10 @@ def test_cli_run_reports_failures_and_fail_fast(dataset: Path, tmp_path: Path, c
     base += ("--limit", "3", "-j", "1", "-q")
     ok = cli(*base, "--out", str(tmp_path / "a"), "--agent-arg", f"fail_episode={first}")
     assert ok.returncode == 0, ok.stderr
-    assert "agent failures: 1 agent_error" in ok.stdout
+    assert (
+        f"agent failures: 1 agent_error; first: episode {first}: agent_error: act: ValueError"
+        in ok.stdout
+    )
     stop = cli(*base, "--out", str(tmp_path / "b"), "--agent-arg", "bad_action=true", "--fail-fast")
     assert stop.returncode == 2 and stop.stderr.count("\n") == 1 and "Traceback" not in stop.stderr
     assert "invalid_action: act returned True (bool)" in stop.stderr

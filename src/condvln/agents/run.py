@@ -4,18 +4,29 @@ The runner is the harness: it reads the episodes (and, for the test split, the a
 the step budget and the oracle text — the agent never sees them), builds one simulator per scene,
 and records every episode. A run folder holds::
 
-    manifest.json        agent, instruction source, protocol (+ hash), dataset path + hash,
-                         split, seed, condvln version, episode count
+    manifest.json        agent spec, arguments and class (or server /info), instruction source,
+                         batch size, step timeout, protocol (+ hash), dataset path + hash, split,
+                         seed, condvln version, episode count
     trajectories.jsonl   one line per episode: {"episode_id", "positions", "headings",
-                         "actions", "stop", "steps", "agent"}; len(positions) == len(actions) + 1
+                         "actions", "stop", "steps", "agent", "status"} (+ "reason" when the
+                         agent failed); len(positions) == len(actions) + 1
     predictions.json     VLN-CE leaderboard form {"<episode_id>": [{"position", "heading",
                          "stop"}, ...]}
 
-Episodes run in parallel (processes; tasks are chunks of episodes of one scene, so a worker
-loads a scene and builds its navigator once). Every episode's seeds come from ``(seed,
-episode_id)``, so results do not depend on the worker count; at the end the trajectories are
-rewritten sorted by episode id, so the files are byte-identical too. Each finished episode is
-appended as one flushed line: an interrupted run resumes where it stopped.
+**Workers.** Each worker (this process, or one pool process each) builds *one* agent for the
+whole run (:class:`EpisodeWorker`) and resets it per episode; an executor only hands it lists of
+:class:`EpisodeSpec`. Pool tasks are chunks of episodes of one scene, so a worker loads a scene
+and builds its navigator once. Agents with ``act_batch`` step ``batch_size`` episodes in
+lockstep. Every episode's seeds come from ``(seed, episode_id)``, so results depend neither on
+the worker count nor on the batch size; at the end the trajectories are rewritten sorted by
+episode id, so the files are byte-identical too.
+
+**Faults.** An exception in ``reset`` / ``act`` (``SystemExit`` included), an invalid action or
+a call slower than the step timeout ends that episode with ``status`` ``agent_error`` /
+``invalid_action`` / ``timeout`` and a one-line ``reason`` (:func:`call_agent`,
+:func:`valid_action`); the run goes on. Each finished episode is appended as one flushed line
+the moment it ends (pool workers send each record at once), so an interrupted run — or one
+whose worker process died — resumes where it stopped; a resume also re-runs failed episodes.
 """
 
 from __future__ import annotations
@@ -109,6 +120,7 @@ class RunSummary:
         steps: Actions taken in the episodes run now.
         seconds: Wall-clock time.
         failures: Episodes run now that the agent failed, by status (see :data:`FAILURES`).
+        first_failure: ``"episode ID: status: reason"`` of the first of them, if any.
         batch_size: Episodes stepped in lockstep per worker (1 for agents without
             ``act_batch``).
     """
@@ -123,6 +135,7 @@ class RunSummary:
     steps: int
     seconds: float
     failures: dict[str, int] = field(default_factory=dict)
+    first_failure: str | None = None
     batch_size: int = 1
 
 
@@ -435,17 +448,6 @@ class EpisodeWorker:
         return record | {"status": fault.status, "reason": fault.reason}
 
 
-def run_episode(
-    sim: Simulator, agent: Any, spec: EpisodeSpec, seed: int, agent_name: str
-) -> dict[str, Any]:
-    """Run one episode of ``agent`` in ``sim`` (fault-isolated); returns its record."""
-    config = WorkerConfig(agent_name, {}, Path(), sim.protocol, seed)
-    worker = EpisodeWorker(config, agent)
-    worker._sims[(spec.scene_id, 0)] = sim
-    worker._navigators[spec.scene_id] = sim.navigator
-    return next(worker.run([spec]))
-
-
 def trajectory_record(episode_id: int | str, traj: Trajectory, agent_name: str) -> dict[str, Any]:
     """The JSONL record of one episode (the runner adds ``status`` and, on failure, ``reason``)."""
     return {
@@ -457,18 +459,6 @@ def trajectory_record(episode_id: int | str, traj: Trajectory, agent_name: str) 
         "steps": len(traj.actions),
         "agent": agent_name,
     }
-
-
-_SIMULATORS: dict[str, Simulator] = {}
-"""Per-process cache: the simulator of the scene this process loaded last (tests, tools)."""
-
-
-def _simulator(dataset_dir: Path, scene_id: str, protocol: ObservationProtocol) -> Simulator:
-    key = f"{dataset_dir}|{scene_id}|{protocol.protocol_hash()}"
-    if key not in _SIMULATORS:
-        _SIMULATORS.clear()
-        _SIMULATORS[key] = Simulator(load_scene(dataset_dir / scene_id), protocol)
-    return _SIMULATORS[key]
 
 
 _WORKER: EpisodeWorker | ConfigError | None = None
@@ -708,6 +698,7 @@ def run_agent(
     args = dict(agent_args or {})
     factory = agent_factory(agent_name)
     agent, agent_info = _describe_agent(agent_name, factory, args)
+    batch_size = batch_size if is_batched(agent if agent is not None else factory) else 1
     specs = episode_specs(dataset_dir, split, agent_info["instruction_source"], limit)
     manifest = {
         "agent": agent_name,
@@ -734,7 +725,7 @@ def run_agent(
     done = _finished(out_dir)
     pending = [s for s in specs if str(s.episode_id) not in done]
     skipped = len(specs) - len(pending)
-    count, stopped, steps, failures = skipped, 0, 0, Counter[str]()
+    count, stopped, steps, failures, first = skipped, 0, 0, Counter[str](), None
     if progress is not None and skipped:
         progress(count, len(specs))
     config = WorkerConfig(
@@ -754,12 +745,11 @@ def run_agent(
             steps += record["steps"]
             if record["status"] != "ok":
                 failures[record["status"]] += 1
+                failure = f"episode {record['episode_id']}: {record['status']}: {record['reason']}"
+                first = first or failure
                 if fail_fast:
                     records.close()
-                    raise ConfigError(
-                        f"episode {record['episode_id']}: {record['status']}: {record['reason']} "
-                        "(--fail-fast; the finished episodes are kept)"
-                    )
+                    raise ConfigError(f"{failure} (--fail-fast; the finished episodes are kept)")
             if progress is not None:
                 progress(count, len(specs))
     _finalise(out_dir)
@@ -774,5 +764,6 @@ def run_agent(
         steps=steps,
         seconds=round(time.perf_counter() - started, 3),
         failures=dict(failures),
-        batch_size=batch_size if agent is None or is_batched(agent) else 1,
+        first_failure=first,
+        batch_size=batch_size,
     )
