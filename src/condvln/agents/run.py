@@ -671,7 +671,8 @@ def run_agent(
             URL: ``connect_timeout``, ``read_timeout``, ``max_response_bytes``).
         protocol: The observation protocol (defaults when omitted).
         seed: Run seed; each episode's seeds derive from ``(seed, episode_id)``.
-        workers: Parallel processes (1 runs in this process).
+        workers: Parallel processes (1 runs in this process; always 1 for an agent server
+            without ``act_batch``, which holds one episode at a time).
         batch_size: Episodes each worker steps in lockstep with one ``act_batch`` call
             (agents without ``act_batch`` run one at a time).
         step_timeout: Seconds one ``reset`` / ``act`` / ``act_batch`` call may take.
@@ -698,7 +699,10 @@ def run_agent(
     args = dict(agent_args or {})
     factory = agent_factory(agent_name)
     agent, agent_info = _describe_agent(agent_name, factory, args)
-    batch_size = batch_size if is_batched(agent if agent is not None else factory) else 1
+    batched = is_batched(agent if agent is not None else factory)
+    batch_size = batch_size if batched else 1
+    if is_remote(agent_name) and not batched:
+        workers = 1  # a server without act_batch holds one episode at a time
     specs = episode_specs(dataset_dir, split, agent_info["instruction_source"], limit)
     manifest = {
         "agent": agent_name,
