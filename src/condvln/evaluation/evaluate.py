@@ -501,6 +501,10 @@ def render_summary(result: Mapping[str, Any]) -> RenderableType:
         if key in metrics["metrics"]
     ]
     lines.append(Text(f"  pair_consistency: {_fmt(metrics['pair_consistency'])}"))
+    failed = {k: n for k, n in counts["agent_failures"].items() if n}
+    if failed:
+        listed = ", ".join(f"{n} {k}" for k, n in failed.items())
+        lines.append(Text(f"agent failures (scored as failed episodes): {listed}", style="yellow"))
     lines += [
         Text(f"invariant violated: {v}", style="bold red")
         for v in metrics["invariants"]["violations"]
