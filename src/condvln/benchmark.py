@@ -3,6 +3,7 @@
 The default is sized to finish in minutes on a 2-core laptop; ``full=True`` uses the paper-scale
 dataset of ``condvln generate``. Every piece is the same code the individual commands run, so a
 benchmark folder can be re-scored or extended with ``condvln run`` / ``condvln evaluate``.
+Users' agents join every table as extra rows (:func:`user_runs`, ``--agent SPEC``).
 
 Results folder::
 
@@ -59,7 +60,9 @@ RUNS = (
 """The baselines, from the weakest reference to the paper's oracle."""
 
 
-def user_runs(agents: Iterable[str], agent_args: Mapping[str, Any] | None = None) -> tuple:
+def user_runs(
+    agents: Iterable[str], agent_args: Mapping[str, Any] | None = None
+) -> tuple[RunSpec, ...]:
     """Benchmark rows for users' agents (``condvln benchmark --agent SPEC``), named by class.
 
     >>> [r.name for r in user_runs(["my_agents:Mine", "x/y.py:Mine", "http://127.0.0.1:8000"])]
