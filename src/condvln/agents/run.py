@@ -582,7 +582,7 @@ def _check_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
         return
     old = read_json(path, FormatError)
     for key in _MANIFEST_KEYS:
-        if old.get(key) != manifest[key]:
+        if old.get(key, {} if key == "agent_args" else None) != manifest[key]:  # older runs: {}
             raise ConfigError(
                 f"{out_dir}: cannot resume, '{key}' differs from the existing run "
                 "(use a new folder or resume=False)"
