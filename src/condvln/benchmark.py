@@ -16,7 +16,8 @@ Results folder::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ import orjson
 from condvln import __version__
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.errors import ConfigError
+from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.io import atomic_write_bytes, read_json
 
 Progress = Callable[[str, int], Callable[[], None]]
@@ -46,15 +48,21 @@ class RunSpec:
     protocol: dict[str, Any] = field(default_factory=dict)
 
 
-RUNS = (
-    RunSpec("random", "random"),
-    RunSpec("goal_only", "goal_only"),
-    RunSpec("condition_blind", "condition_blind"),
-    RunSpec("neurosymbolic", "neurosymbolic"),
-    RunSpec("neurosymbolic+noise", "neurosymbolic", NOISE),
-    RunSpec("oracle_linear", "oracle_linear"),
-)
-"""The baselines, from the weakest reference to the paper's oracle."""
+def benchmark_runs(noise: Mapping[str, float] = NOISE) -> tuple[RunSpec, ...]:
+    """The baselines, from the weakest reference to the paper's oracle; ``noise`` is the
+    perception noise of the ``neurosymbolic+noise`` run."""
+    return (
+        RunSpec("random", "random"),
+        RunSpec("goal_only", "goal_only"),
+        RunSpec("condition_blind", "condition_blind"),
+        RunSpec("neurosymbolic", "neurosymbolic"),
+        RunSpec("neurosymbolic+noise", "neurosymbolic", dict(noise)),
+        RunSpec("oracle_linear", "oracle_linear"),
+    )
+
+
+RUNS = benchmark_runs()
+"""The default rows of the benchmark."""
 
 
 def _dataset(out: Path, config: GenerateConfig, workers: int, progress: Progress | None) -> Path:
@@ -96,6 +104,8 @@ def run_benchmark(
     workers: int = 1,
     runs: tuple[RunSpec, ...] = RUNS,
     config: GenerateConfig | None = None,
+    protocol: Mapping[str, Any] | None = None,
+    options: MetricOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run the whole experiment into ``out`` and return the per-run records and tables.
@@ -107,6 +117,8 @@ def run_benchmark(
         workers: Worker processes for generation and for the agent runs.
         runs: The rows of the benchmark.
         config: Dataset configuration (overrides ``full``; for custom or test runs).
+        protocol: Observation protocol of every run (a run's own settings go on top).
+        options: Metric conventions and thresholds.
         progress: ``progress(label, total)`` returning an ``advance()`` callback.
     """
     from condvln.agents.run import run_agent
@@ -125,7 +137,7 @@ def run_benchmark(
             dataset,
             split,
             run_dir,
-            protocol=spec.protocol,
+            protocol={**(protocol or {}), **spec.protocol},
             workers=workers,
             progress=_episode_progress(progress, f"run {spec.name}"),
         )
@@ -134,6 +146,7 @@ def run_benchmark(
             run_dir / "trajectories.jsonl",
             out / "eval" / spec.name,
             split=split,
+            options=options,
             run_name=spec.name,
         )
         records[spec.name] = result["records"]
@@ -153,7 +166,10 @@ def run_benchmark(
         "condvln_version": __version__,
         "dataset": str(dataset),
         "dataset_config_hash": config.config_hash(),
+        "dataset_config": config.model_dump(mode="json"),
         "split": split,
+        "protocol": dict(protocol or {}),
+        "metric_options": dataclasses.asdict(options),
         "runs": summaries,
     }
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))

@@ -191,6 +191,46 @@ WorkersOption = Annotated[
     int | None, typer.Option("--workers", "-j", help="Worker processes (default: all cores).")
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", "-c", help="YAML or JSON settings file (keys: `condvln config COMMAND`)."
+    ),
+]
+OverridesArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="KEY=VALUE",
+        help="Dotted overrides, e.g. relations.near_holds=0.4 (win over --config and options).",
+        show_default=False,
+    ),
+]
+
+
+def _settings(
+    ctx: typer.Context,
+    command: str,
+    config_file: Path | None,
+    overrides: list[str] | None,
+    options: dict[str, str],
+    base: dict[str, Any] | None = None,
+) -> Any:
+    """A command's effective settings; ``options`` maps parameter names to dotted keys, and
+    only the options given on the command line count (their defaults are the model's)."""
+    from condvln.config import SETTINGS, resolve
+
+    def explicit(name: str) -> bool:  # typer may vendor click: compare the enum by name
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+    given = {key: ctx.params[name] for name, key in options.items() if explicit(name)}
+    return resolve(
+        SETTINGS[command],
+        config_file=config_file,
+        overrides=overrides or (),
+        options=given,
+        base=base,
+    )
 
 
 @app.command("audit")
@@ -255,7 +295,10 @@ def _print_audit(result: SynthesisResult) -> None:
 
 @app.command("generate")
 def generate_command(
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder to create.")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
     source: SourceOption = "procedural",
     scenes: Annotated[
         int | None, typer.Option(help="Procedural houses (seeds 0..N-1) or most input files.")
@@ -271,17 +314,11 @@ def generate_command(
     quiet: QuietOption = False,
 ) -> None:
     """Generate a CondVLN dataset in VLN-CE format (defaults: the paper's scale)."""
-    from condvln.dataset.generate import GenerateConfig, generate_dataset
+    from condvln.dataset.generate import generate_dataset
     from condvln.synth.pipeline import default_workers
 
-    config = GenerateConfig(
-        source=source,
-        scenes=scenes,
-        inputs=tuple(inputs or ()),
-        per_scene=per_scene,
-        seed=seed,
-        counterfactual_share=counterfactual_share,
-    )
+    keys = ("source", "scenes", "per_scene", "seed", "inputs", "counterfactual_share")
+    config = _settings(ctx, "generate", config_file, overrides, {k: k for k in keys})
     with _MultiProgress(quiet) as bars:
         stats = generate_dataset(
             config,
@@ -364,7 +401,10 @@ def evaluate_command(
     predictions: Annotated[
         Path, typer.Argument(help="Trajectory JSONL or VLN-CE leaderboard JSON.")
     ],
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the results.")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
     split: Annotated[
         str | None, typer.Option(help="Split to score (default: inferred from the ids).")
     ] = None,
@@ -374,7 +414,12 @@ def evaluate_command(
     """Score predictions: standard VLN metrics, BSA / CSR and branch diagnostics, with tables."""
     from condvln.evaluation.evaluate import evaluate_run, render_summary
 
-    result = evaluate_run(dataset, predictions, out, split=split, seed=seed, run_name=name)
+    s = _settings(
+        ctx, "evaluate", config_file, overrides, {k: k for k in ("split", "name", "seed")}
+    )
+    result = evaluate_run(
+        dataset, predictions, out, split=s.split, seed=s.seed, options=s.metrics, run_name=s.name
+    )
     console.print(render_summary(result))
     console.print(f"wrote {out}")
 
@@ -383,7 +428,10 @@ def evaluate_command(
 def run_command(
     agent: Annotated[str, typer.Option(help="Agent name (see `condvln agents`) or module:Class.")],
     dataset: Annotated[Path, typer.Option(help="Dataset folder written by `condvln generate`.")],
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumed if present).")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
     split: Annotated[str, typer.Option(help="Split to run.")] = "val_unseen",
     limit: Annotated[int | None, typer.Option(help="Run only the first N episodes.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of agents and perception noise.")] = 0,
@@ -401,24 +449,21 @@ def run_command(
     from condvln.agents.run import run_agent
     from condvln.synth.pipeline import default_workers
 
-    protocol = {
-        "panoramic": panoramic,
-        "miss_rate": miss_rate,
-        "confusion_rate": confusion_rate,
-        "false_detection_rate": false_detection_rate,
-        "map_access": map_access,
-    }
+    protocol_keys = ("panoramic", "miss_rate", "confusion_rate", "false_detection_rate")
+    keys = {"split": "split", "limit": "limit", "seed": "seed", "map_access": "protocol.map_access"}
+    keys |= {k: f"protocol.{k}" for k in protocol_keys}
+    s = _settings(ctx, "run", config_file, overrides, keys)
     with _MultiProgress(quiet) as bars:
         summary = run_agent(
             agent,
             dataset,
-            split,
+            s.split,
             out,
-            protocol=protocol,
-            seed=seed,
+            protocol=s.protocol,
+            seed=s.seed,
             workers=workers or default_workers(),
-            limit=limit,
-            progress=_done_total(bars, f"{agent} on {split}"),
+            limit=s.limit,
+            progress=_done_total(bars, f"{agent} on {s.split}"),
         )
     console.print(
         f"wrote {out}: {summary.ran} episodes run, {summary.skipped} resumed, "
@@ -447,8 +492,30 @@ def agents_command() -> None:
         console.print(name)
 
 
+@app.command("config")
+def config_command(
+    command: Annotated[str, typer.Argument(help="generate, run, evaluate or benchmark.")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
+) -> None:
+    """Print a command's settings as YAML: the defaults, or the effective ones for a
+    --config file and overrides (a starting point for your own file)."""
+    from condvln.config import SETTINGS, defaults_yaml, resolve
+    from condvln.registry import Registry
+
+    commands: Registry[type] = Registry("configurable command")
+    for name, model in SETTINGS.items():
+        commands.add(name, model)
+    model = commands.get(command)
+    settings = resolve(model, config_file=config_file, overrides=overrides or ())
+    print(defaults_yaml(model, settings), end="")
+
+
 @app.command("benchmark")
 def benchmark_command(
+    ctx: typer.Context,
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")] = Path(
         "results/benchmark"
     ),
@@ -465,19 +532,22 @@ def benchmark_command(
     quiet: QuietOption = False,
 ) -> None:
     """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
-    from condvln.benchmark import SMALL, run_benchmark
+    from condvln.benchmark import benchmark_runs, run_benchmark
     from condvln.dataset.generate import GenerateConfig
     from condvln.synth.pipeline import default_workers
 
-    base = GenerateConfig() if full else SMALL
-    overrides = {k: v for k, v in (("scenes", scenes), ("per_scene", per_scene)) if v is not None}
-    config = base.model_copy(update=overrides)
+    keys = {"scenes": "dataset.scenes", "per_scene": "dataset.per_scene", "split": "split"}
+    base = {"dataset": GenerateConfig()} if full else None
+    s = _settings(ctx, "benchmark", config_file, overrides, keys, base=base)
     with _MultiProgress(quiet) as bars:
         outcome = run_benchmark(
             out,
-            config=config,
-            split=split,
+            config=s.dataset,
+            split=s.split,
             workers=workers or default_workers(),
+            runs=benchmark_runs(s.noise.model_dump()),
+            protocol=s.protocol.model_dump(),
+            options=s.metrics,
             progress=bars.add,
         )
     console.print(_compact(outcome["tables"]["table2"], _TABLE2_COLUMNS, "Main results (%)"))

@@ -21,7 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from condvln import __version__
 from condvln.dataset.card import dataset_card, dataset_stats
-from condvln.dataset.episode import EPISODE_KEYS, TEST_EPISODE_KEYS, build_episode
+from condvln.dataset.episode import (
+    BUDGET_FACTOR,
+    EPISODE_KEYS,
+    TEST_EPISODE_KEYS,
+    TURN_ALLOWANCE,
+    build_episode,
+)
 from condvln.dataset.vlnce import SPLITS, build_vocab, dump_gz, encode, split_path
 from condvln.errors import ConfigError
 from condvln.graph import RelationConfig
@@ -47,6 +53,9 @@ class GenerateConfig(BaseModel):
         val_seen_share: Share of the seen scenes' episodes that go to val_seen.
         multi_room_radius: Success radius of multi-room scenes (paper: 1.0 m).
         single_room_radius: Success radius of single-room scenes (paper: 0.5 m).
+        step_budget_factor: Step budget: forward steps allowed per forward step of the longest
+            execution path over all branches.
+        step_budget_per_target: Step budget: extra steps per navigation target (turning).
         relations: Predicate thresholds.
     """
 
@@ -62,6 +71,8 @@ class GenerateConfig(BaseModel):
     val_seen_share: float = Field(0.1, ge=0.0, lt=1.0)
     multi_room_radius: float = Field(1.0, gt=0.0)
     single_room_radius: float = Field(0.5, gt=0.0)
+    step_budget_factor: float = Field(BUDGET_FACTOR, gt=0.0)
+    step_budget_per_target: int = Field(TURN_ALLOWANCE, ge=0)
     relations: RelationConfig = RelationConfig()
 
     def config_hash(self) -> str:
@@ -108,7 +119,13 @@ def _episodes_for_scene(
     for inst in instances:
         try:
             episode, gt = build_episode(
-                inst, nav, rng, scene_file=file_name, radius=radius, extras=extras
+                inst,
+                nav,
+                rng,
+                scene_file=file_name,
+                radius=radius,
+                extras=extras,
+                budget=(config.step_budget_factor, config.step_budget_per_target),
             )
         except Rejected as exc:
             rejections[exc.reason] += 1
