@@ -327,10 +327,39 @@ def generate_command(
             overwrite=overwrite,
             progress=bars.add,
         )
+    console.print(_counts_table(stats["requested_vs_produced"]))
     console.print(
         f"wrote {out}: {stats['episodes']} episodes over {stats['scenes']} scenes "
         f"({', '.join(f'{k} {v}' for k, v in stats['splits'].items())})"
     )
+    for warning in stats["warnings"]:
+        print(f"condvln: warning: {warning}", file=sys.stderr)
+
+
+def _counts_table(versus: dict[str, Any]) -> Table:
+    """Produced / requested episodes, Table 1 categories × splits (fits 80 columns)."""
+    from rich import box
+
+    splits = list(versus["splits"])
+    table = Table(
+        title="Episodes produced / requested", box=box.SIMPLE_HEAD, caption=_COUNTS_CAPTION
+    )
+    table.add_column("category", no_wrap=True)
+    for name in [*splits, "total"]:
+        table.add_column(name, justify="right", no_wrap=True)
+
+    def cell(row: dict[str, Any]) -> str:
+        return f"{row['produced']}/{row['requested']}"
+
+    for name, total in versus["total"]["categories"].items():
+        table.add_row(
+            name, *(cell(versus["splits"][s]["categories"][name]) for s in splits), cell(total)
+        )
+    table.add_row("all", *(cell(versus["splits"][s]) for s in splits), cell(versus["total"]))
+    return table
+
+
+_COUNTS_CAPTION = "requested: per_scene × scenes, spread over categories"
 
 
 class _MultiProgress:

@@ -145,6 +145,24 @@ def _assign_splits(n_scenes: int, config: GenerateConfig) -> dict[int, str]:
     return groups
 
 
+def requested_episodes(groups: dict[int, str], config: GenerateConfig) -> dict[str, int]:
+    """Episodes asked for per split: ``per_scene`` × the split's scenes (the seen scenes' share
+    of train and val_seen by ``val_seen_share``).
+
+    >>> requested_episodes({0: "seen", 1: "seen", 2: "test"}, GenerateConfig(per_scene=10))
+    {'train': 18, 'val_seen': 2, 'val_unseen': 0, 'test': 10}
+    """
+    scenes = Counter(groups.values())
+    seen = scenes["seen"] * config.per_scene
+    val_seen = round(seen * config.val_seen_share)
+    return {
+        "train": seen - val_seen,
+        "val_seen": val_seen,
+        "val_unseen": scenes["val_unseen"] * config.per_scene,
+        "test": scenes["test"] * config.per_scene,
+    }
+
+
 def _split_of(group: str, inst: Instance, config: GenerateConfig, k: int) -> str:
     if group != "seen":
         return group
@@ -223,7 +241,8 @@ def _write(
             (tmp / scene.scene_file).write_bytes(scene.scene_json)
         for split in SPLITS:  # every split, even an empty one, so loaders find them all
             _write_split(tmp, split, splits.get(split, []), vocab, index)
-        stats = dataset_stats(splits, rejections, synth, config, vocab)
+        requested = requested_episodes(groups, config)
+        stats = dataset_stats(splits, rejections, synth, config, vocab, requested)
         (tmp / "stats.json").write_bytes(orjson.dumps(stats, option=orjson.OPT_INDENT_2))
         (tmp / "README.md").write_text(dataset_card(stats))
     return stats
