@@ -29,6 +29,7 @@ from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.errors import ConfigError
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.io import atomic_write_bytes, read_json
+from condvln.provenance import provenance
 
 Progress = Callable[[str, int], Callable[[], None]]
 
@@ -170,6 +171,7 @@ def run_benchmark(
         "split": split,
         "protocol": dict(protocol or {}),
         "metric_options": dataclasses.asdict(options),
+        "provenance": provenance(),
         "runs": summaries,
     }
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))

@@ -64,6 +64,7 @@ from condvln.evaluation.tables import FAILURE_CATEGORIES, ResultTable, table2, t
 from condvln.io import atomic_write_bytes, dumps_json, read_json
 from condvln.nav import GridConfig, GridNavigator, Unreachable
 from condvln.nav.geodesic import HAVE_SKFMM, GeodesicField
+from condvln.provenance import provenance
 from condvln.scene.serialize import load_scene
 
 LABEL_KEYS = (
@@ -369,6 +370,7 @@ def _manifest(
     return {
         "condvln_version": __version__,
         "command": "evaluate",
+        "provenance": provenance(),
         "dataset": dataset,
         "predictions": {
             "path": str(predictions_path.resolve()),
