@@ -13,14 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from condvln import __version__
 from condvln.errors import CondVLNError
 
 if TYPE_CHECKING:
-    from condvln.evaluation.tables import ResultTable
     from condvln.synth.pipeline import SynthesisResult
 
 app = typer.Typer(
@@ -69,7 +70,7 @@ def scenes_sources() -> None:
     table.add_column("description")
     for name in SOURCES.names():
         src = SOURCES.get(name)
-        table.add_row(name, src.reference, src.description)
+        table.add_row(name, escape(src.reference), escape(src.description))
     console.print(table)
 
 
@@ -262,11 +263,18 @@ def audit_command(
 
 def _print_audit(result: SynthesisResult) -> None:
     report = result.report
-    table = Table(title="Gold-branch balance per bucket (category/composition/evidence/horizon)")
-    table.add_column("bucket", min_width=34)
-    for column in ("gold leaf counts", "χ²", "p", "max/min", "gold nearest"):
-        table.add_column(column, justify="right")
+    table = Table(
+        title="Gold-branch balance per bucket",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("bucket", no_wrap=True)
+    for column in ("gold per leaf", "χ²", "p", "ratio", "near"):
+        table.add_column(column, justify="right", no_wrap=True)
+    short = {"cross_room": "room", "relation": "rel", "hidden": "hid", "visible": "vis"}
     for key, row in report["buckets"].items():
+        key = "/".join(short.get(part, part) for part in key.split("/"))
         ratio = "—" if row["max_min_ratio"] is None else f"{row['max_min_ratio']:.2f}"
         table.add_row(
             key,
@@ -277,6 +285,11 @@ def _print_audit(result: SynthesisResult) -> None:
             f"{row['nearest_rate']:.2f}",
         )
     console.print(table)
+    console.print(
+        "bucket: category/composition (room: cross-room presence, rel: relation)/evidence "
+        "(hid: hidden, vis: visible)/horizon; ratio: max/min of the gold counts; near: share "
+        "of gold goals that are the nearest branch goal"
+    )
     for leaf, row in report["constant_branch"].items():
         console.print(
             f"always branch {leaf}: accuracy {100 * row['accuracy']:.1f}% "
@@ -338,11 +351,13 @@ def generate_command(
 
 def _counts_table(versus: dict[str, Any]) -> Table:
     """Produced / requested episodes, Table 1 categories × splits (fits 80 columns)."""
-    from rich import box
-
     splits = list(versus["splits"])
     table = Table(
-        title="Episodes produced / requested", box=box.SIMPLE_HEAD, caption=_COUNTS_CAPTION
+        title="Episodes produced / requested",
+        box=box.SIMPLE_HEAD,
+        caption=_COUNTS_CAPTION,
+        pad_edge=False,
+        collapse_padding=True,
     )
     table.add_column("category", no_wrap=True)
     for name in [*splits, "total"]:
@@ -450,7 +465,6 @@ def evaluate_command(
         dataset, predictions, out, split=s.split, seed=s.seed, options=s.metrics, run_name=s.name
     )
     console.print(render_summary(result))
-    console.print(f"wrote {out}")
 
 
 @app.command("run")
@@ -579,56 +593,11 @@ def benchmark_command(
             options=s.metrics,
             progress=bars.add,
         )
-    console.print(_compact(outcome["tables"]["table2"], _TABLE2_COLUMNS, "Main results (%)"))
-    console.print(
-        "BA: branch accuracy (ended nearest the gold branch goal); "
-        "1/n: chance; any: stopped at some branch goal; WB: stopped at a wrong branch's goal"
-    )
-    console.print(
-        _compact(outcome["tables"]["table3"], _TABLE3_COLUMNS, "CSR by depth d and chain ℓ (%)")
-    )
-    console.print(
-        f"wrote {out}: full tables in table2.md / table3.md (+ .csv), per-run results in eval/"
-    )
+    from condvln.evaluation.tables import terminal_tables
 
-
-_TABLE2_COLUMNS = {
-    "SR": "SR",
-    "SPL": "SPL",
-    "BSA": "BSA",
-    "CSR": "CSR",
-    "diagnostics BA": "BA",
-    "diagnostics chance": "1/n",
-    "diagnostics SR-any": "any",
-    "diagnostics WB": "WB",
-}
-_TABLE3_COLUMNS = {
-    "base d=1,ℓ=1 CSR": "d1 ℓ1",
-    "depth d=2,ℓ=1 CSR": "d2 ℓ1",
-    "depth d=3,ℓ=1 CSR": "d3 ℓ1",
-    "chain d=1,ℓ=2 CSR": "d1 ℓ2",
-    "chain d=1,ℓ=3 CSR": "d1 ℓ3",
-}
-
-
-def _compact(table: ResultTable, wanted: dict[str, str], title: str) -> Table:
-    """A narrow rich table of selected columns (the "all" group when there are several sources).
-
-    Keys of ``wanted`` are full column names, or bare metric names looked up in the first
-    source group ("all" when present).
-    """
-    first = next((g for g, _ in table.groups if g == "all"), table.groups[0][0])
-    names = [k if k in table.columns else f"{first} {k}" for k in wanted]
-    out = Table(title=title)
-    out.add_column("run", no_wrap=True)
-    for label in wanted.values():
-        out.add_column(label, justify="right")
-    for row in table.rows:
-        values = dict(zip(table.columns, row.values, strict=True))
-        out.add_row(
-            row.name, *("–" if values.get(n) is None else f"{values[n]:.1f}" for n in names)
-        )
-    return out
+    for part in terminal_tables(outcome["tables"]["table2"], outcome["tables"]["table3"]):
+        console.print(part)
+    console.print(f"wrote {out}: per-run results in runs/ and eval/")
 
 
 def main() -> None:

@@ -60,7 +60,13 @@ from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.evaluation.predictions import Predictions, Trajectory, read_predictions
 from condvln.evaluation.scoring import Record, invalid_episode, score_episode
 from condvln.evaluation.spaces import ContinuousSpace, FloatArray
-from condvln.evaluation.tables import FAILURE_CATEGORIES, ResultTable, table2, table3
+from condvln.evaluation.tables import (
+    FAILURE_CATEGORIES,
+    ResultTable,
+    table2,
+    table3,
+    terminal_tables,
+)
 from condvln.io import atomic_write_bytes, dumps_json, read_json
 from condvln.nav import GridConfig, GridNavigator, Unreachable
 from condvln.nav.geodesic import HAVE_SKFMM, GeodesicField
@@ -494,6 +500,6 @@ def render_summary(result: Mapping[str, Any]) -> RenderableType:
         for v in metrics["invariants"]["violations"]
     ]
     tables: Mapping[str, ResultTable] = result["tables"]
-    lines += [tables["table2"].to_rich(), tables["table3"].to_rich()]
+    lines += terminal_tables(tables["table2"], tables["table3"])
     lines.append(Text(f"wrote {result['out_dir']}"))
     return Group(*lines)
