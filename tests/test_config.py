@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -293,3 +294,22 @@ def test_config_command_prints_a_file_that_reads_back(cli, tmp_path: Path) -> No
     )
     unknown = cli("config", "evalute")
     assert unknown.returncode == 2 and "did you mean 'evaluate'?" in unknown.stderr
+
+
+def test_success_radius_key_drives_goals_and_sampling(tmp_path: Path) -> None:
+    """multi_room_radius=1.5: every goal has radius 1.5, leaf goals lie more than 3 m apart and
+    starts more than 3 m (horizontally) from every leaf goal, as the sampler promises."""
+    config = resolve(
+        GenerateConfig, overrides=["scenes=5", "per_scene=20", "multi_room_radius=1.5"]
+    )
+    generate_dataset(config, tmp_path / "ds", workers=1)
+    episodes = _episodes(tmp_path / "ds", "train")
+    assert len(episodes) > 5
+    for episode in episodes:
+        info = episode["info"]["condvln"]
+        assert episode["goals"][0]["radius"] == 1.5 and info["goal"]["radius"] == 1.5
+        points = [g["position"] for g in info["branch_goals"]]
+        for i, a in enumerate(points):
+            assert all(math.dist(a, b) > 3.0 for b in points[i + 1 :]), episode["episode_id"]
+            start = episode["start_position"]
+            assert math.hypot(a[0] - start[0], a[2] - start[2]) > 3.0

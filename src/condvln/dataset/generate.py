@@ -204,6 +204,7 @@ def generate_dataset(
         workers=workers,
         counterfactual_share=config.counterfactual_share,
         relation_config=config.relations,
+        radii=(config.multi_room_radius, config.single_room_radius),
         on_scene_done=tick("sampling", len(specs)),
     )
     by_scene: dict[str, list[Instance]] = defaultdict(list)
