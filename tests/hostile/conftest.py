@@ -1009,19 +1009,19 @@ def output_cases() -> list[Case]:
 
 
 OPTION_CASES: list[tuple[str, list[str], str]] = [
-    ("generate-scenes-zero", ["generate", "--out", "{tmp}/g", "--scenes", "0"], "--scenes"),
-    ("generate-scenes-huge", ["generate", "--out", "{tmp}/g", "--scenes", "1000000000"], "--scenes"),
-    ("generate-per-scene-zero", ["generate", "--out", "{tmp}/g", "--per-scene", "0"], "--per-scene"),
-    ("generate-per-scene-negative", ["generate", "--out", "{tmp}/g", "--per-scene", "-3"], "--per-scene"),
-    ("generate-share", ["generate", "--out", "{tmp}/g", "--counterfactual-share", "2"], "--counterfactual-share"),
-    ("generate-share-nan", ["generate", "--out", "{tmp}/g", "--counterfactual-share", "nan"], "--counterfactual-share"),
-    ("generate-seed-negative", ["generate", "--out", "{tmp}/g", "--seed", "-1"], "--seed"),
-    ("generate-seed-5000-digits", ["generate", "--out", "{tmp}/g", "--seed", "9" * 5000], "--seed"),
+    ("generate-scenes-zero", ["generate", "--out", "{tmp}/g", "--scenes", "0"], "scenes"),
+    ("generate-scenes-huge", ["generate", "--out", "{tmp}/g", "--scenes", "1000000000"], "scenes"),
+    ("generate-per-scene-zero", ["generate", "--out", "{tmp}/g", "--per-scene", "0"], "per"),
+    ("generate-per-scene-negative", ["generate", "--out", "{tmp}/g", "--per-scene", "-3"], "per"),
+    ("generate-share", ["generate", "--out", "{tmp}/g", "--counterfactual-share", "2"], "counterfactual"),
+    ("generate-share-nan", ["generate", "--out", "{tmp}/g", "--counterfactual-share", "nan"], "counterfactual"),
+    ("generate-seed-negative", ["generate", "--out", "{tmp}/g", "--seed", "-1"], "seed"),
+    ("generate-seed-5000-digits", ["generate", "--out", "{tmp}/g", "--seed", "9" * 5000], "seed"),
     ("generate-unknown-source", ["generate", "--out", "{tmp}/g", "--source", "nosuch"], "unknown scene source"),
-    ("generate-workers-zero", ["generate", "--out", "{tmp}/g", "--workers", "0"], "--workers"),
+    ("generate-workers-zero", ["generate", "--out", "{tmp}/g", "--workers", "0"], "workers"),
     ("generate-input-missing", ["generate", "--out", "{tmp}/g", "--source", "procthor"], "needs --input"),
-    ("benchmark-split", ["benchmark", "--out", "{tmp}/g", "--split", "nope"], "unknown split"),
-    ("benchmark-scenes-zero", ["benchmark", "--out", "{tmp}/g", "--scenes", "0"], "--scenes"),
+    ("benchmark-split", ["benchmark", "--out", "{tmp}/g", "--split", "nope"], "nope"),
+    ("benchmark-scenes-zero", ["benchmark", "--out", "{tmp}/g", "--scenes", "0"], "scenes"),
     ("benchmark-too-small", ["benchmark", "--out", "{tmp}/g", "--scenes", "1", "--per-scene", "2", "-j", "1", "-q"], "has no episodes"),
     ("audit-unknown-source", ["audit", "--source", "nosuch"], "unknown scene source"),
     ("graph-seed-text", ["graph", "abc"], "abc"),
@@ -1039,10 +1039,10 @@ def option_cases() -> list[Case]:
         outputs = ("g",) if name != "benchmark-too-small" else ()
         cases.append(Case(name, "options", prepare, (needle,), outputs=outputs))
     for name, argv, needle in (
-        ("run-limit-negative", ["--limit", "-1"], "--limit"),
+        ("run-limit-negative", ["--limit", "-1"], "limit"),
         ("run-miss-rate", ["--miss-rate", "2"], "miss_rate"),
-        ("run-seed-negative", ["--seed", "-1"], "--seed"),
-        ("run-workers-zero", ["--workers", "0"], "--workers"),
+        ("run-seed-negative", ["--seed", "-1"], "seed"),
+        ("run-workers-zero", ["--workers", "0"], "workers"),
         ("run-unknown-split", ["--split", "nope"], "nope"),
         ("run-unknown-agent", ["--agent", "nosuch"], "nosuch"),
     ):
