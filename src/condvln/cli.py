@@ -370,11 +370,22 @@ def evaluate_command(
     ] = None,
     name: Annotated[str | None, typer.Option(help="Run name in the tables.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap intervals.")] = 0,
+    ndtw_threshold: Annotated[
+        float,
+        typer.Option(
+            "--ndtw-threshold",
+            help="d_th of nDTW / SDTW / CLS in metres (VLN-CE's NDTW measure: 3.0).",
+        ),
+    ] = 3.0,
 ) -> None:
     """Score predictions: standard VLN metrics, BSA / CSR and branch diagnostics, with tables."""
     from condvln.evaluation.evaluate import evaluate_run, render_summary
+    from condvln.evaluation.metrics import MetricOptions
 
-    result = evaluate_run(dataset, predictions, out, split=split, seed=seed, run_name=name)
+    options = MetricOptions(fidelity_threshold=ndtw_threshold)
+    result = evaluate_run(
+        dataset, predictions, out, split=split, seed=seed, options=options, run_name=name
+    )
     console.print(render_summary(result))
     console.print(f"wrote {out}")
 

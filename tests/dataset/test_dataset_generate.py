@@ -118,7 +118,14 @@ def test_structure_matches_the_real_vlnce_sample(dataset: Path, fixtures_dir: Pa
     real_test = orjson.loads(
         (fixtures_dir / "vlnce" / "R2R_VLNCE_v1-3_test_first2_novocab.json").read_bytes()
     )
-    assert set(test) == set(TEST_EPISODE_KEYS) == set(real_test["episodes"][0])
+    # VLN-CE's test episodes omit goals / reference_path; ours carry them empty so that
+    # habitat-lab's R2RVLN-v1 reader (which requires them) loads the split too.
+    assert (
+        set(test)
+        == set(TEST_EPISODE_KEYS)
+        == {*real_test["episodes"][0], "goals", "reference_path"}
+    )
+    assert test["goals"] == [] and test["reference_path"] == []
 
 
 def test_labels_programs_and_texts(dataset: Path) -> None:

@@ -87,6 +87,8 @@ def _check_schema(ep: dict[str, Any], test: bool) -> list[tuple[str, str]]:
     keys = TEST_EPISODE_KEYS if test else EPISODE_KEYS
     problems = [(k, "missing") for k in keys if k not in ep]
     problems += [(k, "not a habitat-lab VLNEpisode field") for k in ep if k not in keys]
+    if test:  # the answers live in test_answers.json.gz only
+        problems += [(k, "must be an empty list") for k in ("goals", "reference_path") if ep.get(k)]
     instruction = ep.get("instruction")
     if isinstance(instruction, dict):
         problems += [
