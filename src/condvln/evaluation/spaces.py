@@ -5,7 +5,8 @@ Every metric needs two kinds of distance (DESIGN §4):
 * the **geodesic** distance from trajectory positions to targets (goal, subgoals, leaf goals),
   used by NE, success, oracle success, SPL's shortest path and BSA / CSR;
 * the **path** distance between two positions, used by TL, nDTW and CLS: Euclidean in
-  continuous mode (as VLN-CE does), the graph distance in nav-graph mode (as R2R / R4R do).
+  continuous mode (as VLN-CE does), the graph distance in nav-graph mode (as R2R / R4R do;
+  nDTW / CLS may use Euclidean node distances instead, see :class:`GraphSpace`).
 
 A space first *encodes* a path (positions → ``(n, d)`` float array, node ids → ``(n,)`` index
 array); every other method works on encoded arrays, so the metric code is the same in both modes.
@@ -51,7 +52,7 @@ class MetricSpace(Protocol):
         ...
 
     def pairwise(self, a: NDArray[Any], b: NDArray[Any]) -> FloatArray:
-        """Path distances between every ``a[i]`` and ``b[j]``, shape ``(len(a), len(b))``."""
+        """nDTW / CLS point distances ``a[i]`` ↔ ``b[j]``, shape ``(len(a), len(b))``."""
         ...
 
     def step_lengths(self, points: NDArray[Any]) -> FloatArray:
