@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
+from condvln.dataset.validate import validate_dataset
 from condvln.dataset.vlnce import SPLITS
 from condvln.errors import ValidationError
 from condvln.evaluation import GraphSpace, MetricOptions, score_episode
@@ -503,3 +504,19 @@ def test_every_split_loads_in_habitat_lab_and_vlnce_readers(
             assert _dist(ours.goals[0].position, ours.reference_path[-1]) < 1e-6
             assert ours.goals[0].radius == theirs.goals[0].radius > 0
             assert ours.info["geodesic_distance"] > 0
+
+
+def test_validate_flags_answers_in_the_public_test_split(dataset: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "ds"
+    shutil.copytree(dataset, copy)
+    test_file = copy / "test" / "test.json.gz"
+    doc = _read_gz(test_file)
+    answers = _read_gz(copy / "test" / "test_answers.json.gz")
+    first = doc["episodes"][0]
+    first["goals"] = answers[str(first["episode_id"])]["goals"]
+    with gzip.open(test_file, "wt") as f:
+        json.dump(doc, f)
+    problems = validate_dataset(copy).problems
+    assert problems == [
+        f"test: episode {first['episode_id']}: field 'goals': must be an empty list"
+    ]
