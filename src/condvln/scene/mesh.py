@@ -62,6 +62,14 @@ CYLINDER_SECTIONS = 32
 
 Kind = Literal["object", "floor", "wall", "ceiling"]
 
+_Part = tuple[NDArray[np.float64], NDArray[np.int64]]
+"""A piece of mesh: vertices ``(V, 3)`` and triangles ``(F, 3)``."""
+
+_UNIT_BOX = trimesh.creation.box()
+_BOX_VERTICES = np.asarray(_UNIT_BOX.vertices) + 0.5  # the unit cube [0, 1]³, outward winding
+_BOX_FACES = np.asarray(_UNIT_BOX.faces, dtype=np.int64)
+_NO_PART: _Part = (np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64))
+
 
 @dataclass(frozen=True, slots=True)
 class MeshInstance:
@@ -102,10 +110,12 @@ class SceneMesh:
 
     def instance_mesh(self, index: int) -> trimesh.Trimesh:
         """The triangles of ``instances[index]`` as their own mesh (empty when it has none)."""
-        faces = np.flatnonzero(self.face_instance == index)
+        faces = np.asarray(self.mesh.faces)[self.face_instance == index]
         if faces.size == 0:
             return trimesh.Trimesh()
-        return self.mesh.submesh([faces], append=True, repair=False)
+        used, corners = np.unique(faces, return_inverse=True)
+        vertices = np.asarray(self.mesh.vertices)[used]
+        return trimesh.Trimesh(vertices, corners.reshape(-1, 3), process=False)
 
     def index_of(self, object_id: str) -> int:
         """Index in :attr:`instances` of the instance named ``object_id`` (``KeyError`` if none)."""
@@ -149,10 +159,10 @@ def compose_scene_mesh(scene: Scene) -> SceneMesh:
     floors = [room_floor(room) for room in scene.rooms]
     known = [f for f in floors if f is not None and not f.is_empty]
     walls_by_room = _walls_by_room(scene, floors, wall_lines(known, scene.doors) if known else None)
-    parts: list[trimesh.Trimesh] = []
+    parts: list[_Part] = []
     instances: list[MeshInstance] = []
 
-    def add(object_id: str, category: str, room: Room, kind: Kind, mesh: trimesh.Trimesh) -> None:
+    def add(object_id: str, category: str, room: Room, kind: Kind, part: _Part) -> None:
         instances.append(
             MeshInstance(
                 instance_id=len(instances) + 1,
@@ -163,7 +173,7 @@ def compose_scene_mesh(scene: Scene) -> SceneMesh:
                 color=category_color(category),
             )
         )
-        parts.append(mesh)
+        parts.append(part)
 
     for room, floor in zip(scene.rooms, floors, strict=True):
         if floor is not None and not floor.is_empty:
@@ -183,25 +193,24 @@ def compose_scene_mesh(scene: Scene) -> SceneMesh:
             add(obj.id, obj.category, room, "object", _object_mesh(obj))
 
     face_instance = np.concatenate(
-        [np.full(len(p.faces), i, dtype=np.int32) for i, p in enumerate(parts)]
+        [np.full(len(faces), i, dtype=np.int32) for i, (_, faces) in enumerate(parts)]
     )
-    mesh = _concat(parts)
+    vertices, faces = _concat(parts)
+    mesh = trimesh.Trimesh(vertices, faces, process=False)
     return SceneMesh(mesh=mesh, face_instance=face_instance, instances=tuple(instances))
 
 
-def _concat(parts: list[trimesh.Trimesh]) -> trimesh.Trimesh:
-    """Concatenate meshes keeping every face in order (no vertex merging, no repair)."""
-    vertices, faces, offset = [], [], 0
-    for part in parts:
-        vertices.append(np.asarray(part.vertices, dtype=np.float64).reshape(-1, 3))
-        faces.append(np.asarray(part.faces, dtype=np.int64).reshape(-1, 3) + offset)
-        offset += len(part.vertices)
-    if not vertices:
-        return trimesh.Trimesh()
-    return trimesh.Trimesh(np.concatenate(vertices), np.concatenate(faces), process=False)
+def _concat(parts: list[_Part]) -> _Part:
+    """Concatenate pieces keeping every face in order (no vertex merging)."""
+    if not parts:
+        return _NO_PART
+    offsets = np.cumsum([0] + [len(v) for v, _ in parts[:-1]])
+    vertices = np.concatenate([v for v, _ in parts])
+    faces = np.concatenate([f + o for (_, f), o in zip(parts, offsets, strict=True)])
+    return vertices, faces
 
 
-def _sheet(polygon: BaseGeometry, height: float, *, up: bool) -> trimesh.Trimesh:
+def _sheet(polygon: BaseGeometry, height: float, *, up: bool) -> _Part:
     """A horizontal triangulated copy of ``polygon`` at ``height``, facing up or down."""
     triangles = [
         np.asarray(t.exterior.coords)[:3]
@@ -209,7 +218,7 @@ def _sheet(polygon: BaseGeometry, height: float, *, up: bool) -> trimesh.Trimesh
         if t.area > 1e-12
     ]
     if not triangles:
-        return trimesh.Trimesh()
+        return _NO_PART
     xz = np.asarray(triangles, dtype=np.float64)  # (T, 3, 2)
     # With y up, a triangle counter-clockwise in (x, z) has a normal pointing down (−Y).
     ccw = (xz[:, 1, 0] - xz[:, 0, 0]) * (xz[:, 2, 1] - xz[:, 0, 1]) - (
@@ -220,15 +229,14 @@ def _sheet(polygon: BaseGeometry, height: float, *, up: bool) -> trimesh.Trimesh
     vertices = np.column_stack(
         [xz[..., 0].ravel(), np.full(xz.shape[0] * 3, height), xz[..., 1].ravel()]
     )
-    faces = np.arange(len(vertices)).reshape(-1, 3)
-    return trimesh.Trimesh(vertices, faces, process=False)
+    return vertices, np.arange(len(vertices), dtype=np.int64).reshape(-1, 3)
 
 
 def _walls_by_room(
     scene: Scene, floors: list[BaseGeometry | None], walls: BaseGeometry | None
-) -> dict[str, list[trimesh.Trimesh]]:
+) -> dict[str, list[_Part]]:
     """Wall slabs per room: each straight wall piece goes to the first room it bounds."""
-    out: dict[str, list[trimesh.Trimesh]] = {room.id: [] for room in scene.rooms}
+    out: dict[str, list[_Part]] = {room.id: [] for room in scene.rooms}
     if walls is None:
         return out
     outlines = [f.boundary if f is not None and not f.is_empty else None for f in floors]
@@ -259,21 +267,23 @@ def _segments(lines: BaseGeometry) -> Iterator[tuple[tuple[float, float], tuple[
         yield from _segments(part)
 
 
-def _slab(a: tuple[float, float], b: tuple[float, float], bottom: float, top: float):
+def _slab(a: tuple[float, float], b: tuple[float, float], bottom: float, top: float) -> _Part:
     """A wall box along ``a → b`` (extended by half the thickness at both ends)."""
-    length = math.dist(a, b) + WALL_THICKNESS
-    angle = math.atan2(b[1] - a[1], b[0] - a[0])
-    transform = trimesh.transformations.rotation_matrix(-angle, [0.0, 1.0, 0.0])
-    transform[:3, 3] = [0.5 * (a[0] + b[0]), 0.5 * (bottom + top), 0.5 * (a[1] + b[1])]
-    return trimesh.creation.box(extents=[length, top - bottom, WALL_THICKNESS], transform=transform)
+    length = math.dist(a, b)
+    ux, uz = (b[0] - a[0]) / length, (b[1] - a[1]) / length
+    local = (_BOX_VERTICES - 0.5) * [length + WALL_THICKNESS, top - bottom, WALL_THICKNESS]
+    # local x runs along the wall and local z across it: (x, z) → x·(u_x, u_z) + z·(−u_z, u_x)
+    x = 0.5 * (a[0] + b[0]) + local[:, 0] * ux - local[:, 2] * uz
+    z = 0.5 * (a[1] + b[1]) + local[:, 0] * uz + local[:, 2] * ux
+    return np.column_stack([x, local[:, 1] + 0.5 * (bottom + top), z]), _BOX_FACES
 
 
-def _object_mesh(obj: SceneObject) -> trimesh.Trimesh:
+def _object_mesh(obj: SceneObject) -> _Part:
     """The box of ``obj``, else its radius cylinder, else no triangles."""
     box = obj.box
     if box is not None:
         lo, hi = np.asarray(box.min), np.asarray(box.max)
-        return trimesh.creation.box(bounds=np.stack([lo, hi]))
+        return lo + _BOX_VERTICES * (hi - lo), _BOX_FACES
     if obj.radius is not None:
         cylinder = trimesh.creation.cylinder(
             radius=obj.radius, height=2.0 * obj.radius, sections=CYLINDER_SECTIONS
@@ -282,5 +292,5 @@ def _object_mesh(obj: SceneObject) -> trimesh.Trimesh:
         transform = trimesh.transformations.rotation_matrix(-math.pi / 2.0, [1.0, 0.0, 0.0])
         transform[:3, 3] = obj.center
         cylinder.apply_transform(transform)
-        return cylinder
-    return trimesh.Trimesh()
+        return np.asarray(cylinder.vertices), np.asarray(cylinder.faces, dtype=np.int64)
+    return _NO_PART
