@@ -578,8 +578,10 @@ def habitat_navmesh_command(
     quiet: QuietOption = False,
 ) -> None:
     """Bake .navmesh files with habitat-sim and compare its geodesic distances with ours."""
-    from condvln.habitat.navmesh import REPORT_FILE, bake_navmeshes
+    from condvln.habitat.navmesh import MISSING, REPORT_FILE, bake_navmeshes
+    from condvln.nav.habitat import import_habitat_sim
 
+    import_habitat_sim(MISSING)  # before any progress output
     with _MultiProgress(quiet) as bars:
         report = bake_navmeshes(dataset, scenes_dir=scenes_dir, progress=bars.add)
     summary = report.summary()
