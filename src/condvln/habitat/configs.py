@@ -183,9 +183,7 @@ def habitat_lab_config(
         "habitat": {
             "environment": {"max_episode_steps": facts.max_budget},
             "simulator": {"forward_step_size": FORWARD_STEP, "turn_angle": TURN_ANGLE},
-            "task": {
-                "measurements": {"success": {"success_distance": success}}
-            },
+            "task": {"measurements": {"success": {"success_distance": success}}},
             "dataset": {
                 "type": "R2RVLN-v1",
                 "split": split,
