@@ -12,6 +12,7 @@ Results folder::
     table2.md|csv            paper Table 2 layout, one row per run
     table3.md|csv            paper Table 3 layout (depth and chain sweeps)
     results.json             the main numbers of every run
+    report.html              the self-contained HTML report (``condvln report``)
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def run_benchmark(
     from condvln.agents.run import run_agent
     from condvln.evaluation.evaluate import evaluate_run
     from condvln.evaluation.tables import table2, table3
+    from condvln.report.html import write_report
 
     out = Path(out)
     config = config or (GenerateConfig() if full else SMALL)
@@ -157,4 +159,5 @@ def run_benchmark(
         "runs": summaries,
     }
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    write_report(out, out / "report.html", progress=progress)
     return {"results": results, "tables": tables, "records": records}
