@@ -63,7 +63,7 @@ from condvln.agents.base import (
     load_agent,
 )
 from condvln.dataset.schema import load_checked_split
-from condvln.dataset.vlnce import split_path
+from condvln.dataset.vlnce import load_scene_index, scene_json_path, split_path
 from condvln.errors import CondVLNError, ConfigError, FormatError, ValidationError
 from condvln.frames import quaternion_to_yaw
 from condvln.io import (
@@ -179,9 +179,11 @@ def episode_specs(
     if limit is not None and limit < 0:
         raise ConfigError(f"--limit must be 0 or more, got {limit}")
     checked = load_checked_split(dataset_dir, split, labels=False)
+    index = load_scene_index(dataset_dir)
     specs = []
     for ep in checked.episodes[:limit]:
         info = (ep.get("info") or {}).get("condvln") or {}
+        scene_file = scene_json_path(dataset_dir, {**ep, "info": {"condvln": info}}, index)
         text = ep["instruction"]["instruction_text"]
         if source == "oracle":
             text = info.get("oracle_instruction")
@@ -190,7 +192,7 @@ def episode_specs(
         specs.append(
             EpisodeSpec(
                 episode_id=ep["episode_id"],
-                scene_id=ep["scene_id"],
+                scene_id=scene_file.relative_to(dataset_dir.resolve()).as_posix(),
                 start_position=tuple(float(c) for c in ep["start_position"]),  # type: ignore[arg-type]
                 start_yaw=quaternion_to_yaw(ep["start_rotation"]),
                 instruction=text,

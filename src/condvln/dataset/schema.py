@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from condvln.dataset.vlnce import load_split, split_path
+from condvln.dataset.vlnce import load_scene_index, load_split, scene_json_path, split_path
 from condvln.errors import FormatError
 from condvln.io import LIMITS, check_regular_file, inside, read_json
 
@@ -339,6 +339,7 @@ def load_checked_split(root: str | Path, split: str, *, labels: bool = True) -> 
         answers = read_json(answers_file)
         if not isinstance(answers, Mapping):
             raise FormatError("must be an object {episode_id: answer}", file=str(answers_file))
+    index = load_scene_index(root)
     episodes, seen = [], set()
     for index, ep in enumerate(doc["episodes"]):
         eid = ep.get("episode_id", f"#{index}") if isinstance(ep, Mapping) else f"#{index}"
@@ -349,7 +350,6 @@ def load_checked_split(root: str | Path, split: str, *, labels: bool = True) -> 
         if eid in seen:
             raise FormatError("duplicate id", file=str(file), record=record, field="episode_id")
         seen.add(eid)
-        scene_file(root, ep["scene_id"], str(file), record)
         if split == "test" and answers:
             answer = answers.get(str(eid))
             if answer is None:
@@ -364,5 +364,26 @@ def load_checked_split(root: str | Path, split: str, *, labels: bool = True) -> 
                 **ep,
                 **{k: answer[k] for k in ("goals", "reference_path", "info") if k in answer},
             }
+        _scene_json(root, ep, index, str(file), record)
         episodes.append(ep)
     return CheckedSplit(doc, episodes, file)
+
+
+def _scene_json(
+    root: Path, ep: Mapping[str, Any], index: Mapping[str, str], file: str, record: str
+) -> Path:
+    """The episode's CondVLN scene JSON (``info.condvln.scene_file``, the index, or ``scene_id``):
+    inside the dataset folder and a regular file."""
+    info = ep.get("info")
+    named = (
+        isinstance(info, Mapping)
+        and isinstance(info.get("condvln"), Mapping)
+        and "scene_file" in info["condvln"]
+    )
+    field = "info.condvln.scene_file" if named else "scene_id"
+    try:
+        path = scene_json_path(root, dict(ep), dict(index))
+        relative = str(path.relative_to(Path(root).resolve()))
+        return scene_file(root, relative, file, record)
+    except FormatError as exc:
+        raise FormatError(exc.message, file=file, record=record, field=field) from None

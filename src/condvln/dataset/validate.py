@@ -20,12 +20,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from condvln.dataset.episode import EPISODE_KEYS, INSTRUCTION_KEYS, TEST_EPISODE_KEYS
+from condvln.dataset.episode import (
+    EPISODE_KEYS,
+    INSTRUCTION_KEYS,
+    OPTIONAL_EPISODE_KEYS,
+    TEST_EPISODE_KEYS,
+)
 from condvln.dataset.schema import answer_problems, episode_problems, gt_problems, scene_file
-from condvln.dataset.vlnce import SPLITS, encode, load_split, split_path
+from condvln.dataset.vlnce import (
+    SPLITS,
+    encode,
+    load_scene_index,
+    load_split,
+    scene_json_path,
+    split_path,
+)
 from condvln.errors import CondVLNError, FormatError
 from condvln.graph import RelationConfig
-from condvln.io import read_bytes, read_json
+from condvln.io import check_regular_file, read_bytes, read_json
 from condvln.nav import GridNavigator
 from condvln.program.ast import program_from_dict
 from condvln.program.verify import verify_labels
@@ -73,22 +85,25 @@ class _SceneCache:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._items: dict[str, tuple[Scene, GridNavigator] | str] = {}
+        self._index: dict[str, str] | None = None
+        self._items: dict[Path, tuple[Scene, GridNavigator] | str] = {}
 
-    def get(self, scene_id: str) -> tuple[Scene, GridNavigator] | str:
-        """The scene and its navigator, or the one-line reason it cannot be used."""
-        if scene_id not in self._items:
-            try:
-                path = scene_file(self.root, scene_id, "", "")
-            except FormatError as exc:
-                self._items[scene_id] = exc.message
-                return self._items[scene_id]
+    def get(self, ep: dict[str, Any]) -> tuple[Scene, GridNavigator] | str:
+        """The episode's scene and its navigator, or the one-line reason it cannot be used."""
+        try:
+            if self._index is None:
+                self._index = load_scene_index(self.root)
+            path = scene_json_path(self.root, ep, self._index)
+            check_regular_file(path)
+        except FormatError as exc:
+            return exc.message
+        if path not in self._items:
             try:
                 scene = load_scene(path)
-                self._items[scene_id] = (scene, GridNavigator(scene))
+                self._items[path] = (scene, GridNavigator(scene))
             except CondVLNError as exc:
-                self._items[scene_id] = f"{path}: {exc}" if str(path) not in str(exc) else str(exc)
-        return self._items[scene_id]
+                self._items[path] = f"{path}: {exc}" if str(path) not in str(exc) else str(exc)
+        return self._items[path]
 
 
 def _near(a: Any, b: Any, tol: float = POSITION_TOLERANCE) -> bool:
@@ -100,7 +115,13 @@ def _near(a: Any, b: Any, tol: float = POSITION_TOLERANCE) -> bool:
 def _check_keys(ep: dict[str, Any], test: bool) -> list[tuple[str, str]]:
     """Exactly the habitat-lab keys (its attrs-based loader crashes on any other)."""
     keys = TEST_EPISODE_KEYS if test else EPISODE_KEYS
-    problems = [(k, "not a habitat-lab VLNEpisode field") for k in ep if k not in keys]
+    problems = [
+        (k, "not a habitat-lab VLNEpisode field")
+        for k in ep
+        if k not in keys and k not in OPTIONAL_EPISODE_KEYS
+    ]
+    if test:  # the answers live in test_answers.json.gz only
+        problems += [(k, "must be an empty list") for k in ("goals", "reference_path") if ep.get(k)]
     instruction = ep.get("instruction")
     if isinstance(instruction, dict):
         problems += [
@@ -222,7 +243,7 @@ def _episode_problems(
     if test:
         ep = {**ep, **{k: gt[k] for k in ("goals", "reference_path", "info")}}
         gt = gt.get("gt")
-    loaded = scenes.get(ep["scene_id"])
+    loaded = scenes.get(ep)
     if isinstance(loaded, str):
         return [*problems, ("scene_id", loaded)]
     scene, nav = loaded
