@@ -339,7 +339,7 @@ def load_checked_split(root: str | Path, split: str, *, labels: bool = True) -> 
         answers = read_json(answers_file)
         if not isinstance(answers, Mapping):
             raise FormatError("must be an object {episode_id: answer}", file=str(answers_file))
-    index = load_scene_index(root)
+    scene_index = load_scene_index(root)
     episodes, seen = [], set()
     for index, ep in enumerate(doc["episodes"]):
         eid = ep.get("episode_id", f"#{index}") if isinstance(ep, Mapping) else f"#{index}"
@@ -364,7 +364,7 @@ def load_checked_split(root: str | Path, split: str, *, labels: bool = True) -> 
                 **ep,
                 **{k: answer[k] for k in ("goals", "reference_path", "info") if k in answer},
             }
-        _scene_json(root, ep, index, str(file), record)
+        _scene_json(root, ep, scene_index, str(file), record)
         episodes.append(ep)
     return CheckedSplit(doc, episodes, file)
 
