@@ -157,7 +157,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
     _only(full, root / "vu", "val_unseen")
     _only(full, root / "test", "test")
     episode = read_gz(split_path(root / "vu", "val_unseen"))["episodes"][0]
-    return Base(full, root / "vu", root / "test", root / "vu" / episode["scene_id"])
+    scene = episode["info"]["condvln"].get("scene_file", episode["scene_id"])
+    return Base(full, root / "vu", root / "test", root / "vu" / scene)
 
 
 def tree_digest(root: Path) -> str:
@@ -240,12 +241,12 @@ EPISODE_MUTATIONS: list[tuple[str, Any, str]] = [
     ("episode_id", DELETE, "episode_id"),
     ("trajectory_id", "t1", "trajectory_id"),
     ("trajectory_id", DELETE, "trajectory_id"),
-    ("scene_id", "../../outside_scene.json", "scene_id"),
-    ("scene_id", "/etc/passwd", "scene_id"),
-    ("scene_id", "/dev/zero", "scene_id"),
-    ("scene_id", "scenes/../../../etc/hostname", "scene_id"),
-    ("scene_id", "scenes/missing.json", "scene_id"),
-    ("scene_id", "scenes", "scene_id"),
+    ("info.condvln.scene_file", "../../outside_scene.json", "info.condvln.scene_file"),
+    ("info.condvln.scene_file", "/etc/passwd", "info.condvln.scene_file"),
+    ("info.condvln.scene_file", "/dev/zero", "info.condvln.scene_file"),
+    ("info.condvln.scene_file", "scenes/../../../etc/hostname", "info.condvln.scene_file"),
+    ("info.condvln.scene_file", "scenes/missing.json", "info.condvln.scene_file"),
+    ("info.condvln.scene_file", "scenes", "info.condvln.scene_file"),
     ("scene_id", 7, "scene_id"),
     ("scene_id", "", "scene_id"),
     ("scene_id", DELETE, "scene_id"),
@@ -659,7 +660,7 @@ def scene_file_cases() -> list[Case]:
 
             ds = ctx.dataset()
             episode = read_gz(split_path(ds, "val_unseen"))["episodes"][0]
-            make(ds / episode["scene_id"])
+            make(ds / episode["info"]["condvln"].get("scene_file", episode["scene_id"]))
             return ds
 
         commands = _reader_commands(build, "val_unseen")
@@ -667,7 +668,7 @@ def scene_file_cases() -> list[Case]:
             prepare, outputs = commands[command]
             needles = ("scenes/", needle)
             if command == "validate":
-                needles = ("val_unseen: episode", "field 'scene_id'", needle)
+                needles = ("val_unseen: episode", needle)
             cases.append(
                 Case(f"{command}-scene-{name}", "scene file", prepare, needles,
                      code=1 if command == "validate" else 2, outputs=outputs))  # fmt: skip
