@@ -645,7 +645,7 @@ SCENE_HOSTILES: dict[str, tuple[Callable[[Path], None], str]] = {
         "schema_version",
     ),
     "fifo": (FILE_HOSTILES["fifo"][0], "not a regular file"),
-    "dev-zero": (FILE_HOSTILES["dev-zero"][0], "leaves the dataset folder"),
+    "dev-zero": (FILE_HOSTILES["dev-zero"][0], "outside the dataset folder"),
     "truncated": (lambda p: p.write_bytes(p.read_bytes()[:100]), "not valid JSON"),
 }
 """Hostile versions of the scene file an episode names."""
@@ -666,7 +666,7 @@ def scene_file_cases() -> list[Case]:
         commands = _reader_commands(build, "val_unseen")
         for command in ("validate", "run", "evaluate"):
             prepare, outputs = commands[command]
-            needles = ("scenes/", needle)
+            needles = ("scenes/", needle) if name != "dev-zero" else ("scene_file", needle)
             if command == "validate":
                 needles = ("val_unseen: episode", needle)
             cases.append(

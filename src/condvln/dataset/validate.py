@@ -245,7 +245,8 @@ def _episode_problems(
         gt = gt.get("gt")
     loaded = scenes.get(ep)
     if isinstance(loaded, str):
-        return [*problems, ("scene_id", loaded)]
+        named = "scene_file" in ep["info"]["condvln"] if isinstance(ep.get("info"), dict) else False
+        return [*problems, ("info.condvln.scene_file" if named else "scene_id", loaded)]
     scene, nav = loaded
     return problems + _check_labels(ep, scene, nav) + _check_gt(ep, gt)
 

@@ -277,7 +277,10 @@ def score_split(
     for scene_file, group in itertools.groupby(order, key=lambda i: files[i]):
         indices = list(group)
         todo = [i for i in indices if episodes[i]["episode_id"] in predictions]
-        geodesic = SceneGeodesic(scene_file) if todo else None
+        try:
+            geodesic = SceneGeodesic(scene_file) if todo else None
+        except FormatError as exc:
+            raise exc.with_file(str(scene_file)) from None
         for i in indices:
             try:
                 records[i] = _score_one(
