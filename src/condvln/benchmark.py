@@ -29,6 +29,7 @@ from condvln import __version__
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.errors import ConfigError
 from condvln.io import atomic_write_bytes, read_json
+from condvln.parallel.executors import Executor
 
 Progress = Callable[[str, int], Callable[[], None]]
 
@@ -82,7 +83,9 @@ def user_runs(
     return tuple(rows)
 
 
-def _dataset(out: Path, config: GenerateConfig, workers: int, progress: Progress | None) -> Path:
+def _dataset(
+    out: Path, config: GenerateConfig, workers: Executor, progress: Progress | None
+) -> Path:
     """The benchmark dataset: reused when ``stats.json`` carries the same config hash."""
     folder = out / "dataset"
     stats_file = folder / "stats.json"
@@ -118,7 +121,7 @@ def run_benchmark(
     *,
     full: bool = False,
     split: str = "val_unseen",
-    workers: int = 1,
+    workers: int | Executor = 1,
     runs: tuple[RunSpec, ...] = RUNS,
     config: GenerateConfig | None = None,
     progress: Progress | None = None,
@@ -129,7 +132,8 @@ def run_benchmark(
         out: Results folder (created; an interrupted benchmark resumes where it stopped).
         full: Use the paper-scale dataset instead of the small default.
         split: Split the agents are run and scored on.
-        workers: Worker processes for generation and for the agent runs.
+        workers: Worker processes for generation, the agent runs and scoring, or an
+            :class:`~condvln.parallel.Executor` (``Executor("ray", ...)`` runs all on Ray).
         runs: The rows of the benchmark.
         config: Dataset configuration (overrides ``full``; for custom or test runs).
         progress: ``progress(label, total)`` returning an ``advance()`` callback.
@@ -140,7 +144,8 @@ def run_benchmark(
 
     out = Path(out)
     config = config or (GenerateConfig() if full else SMALL)
-    dataset = _dataset(out, config, workers, progress)
+    executor = Executor.of(workers)
+    dataset = _dataset(out, config, executor, progress)
     records: dict[str, list[dict[str, Any]]] = {}
     summaries: dict[str, Any] = {}
     for spec in runs:
@@ -152,7 +157,7 @@ def run_benchmark(
             run_dir,
             agent_args=spec.agent_args,
             protocol=spec.protocol,
-            workers=workers,
+            executor=executor,
             progress=_episode_progress(progress, f"run {spec.name}"),
         )
         result = evaluate_run(
@@ -161,6 +166,7 @@ def run_benchmark(
             out / "eval" / spec.name,
             split=split,
             run_name=spec.name,
+            executor=executor,
         )
         records[spec.name] = result["records"]
         summaries[spec.name] = {

@@ -192,6 +192,37 @@ WorkersOption = Annotated[
     int | None, typer.Option("--workers", "-j", help="Worker processes (default: all cores).")
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+ExecutorOption = Annotated[
+    str, typer.Option(help="Where the work runs: local (processes) or ray (condvln[ray]).")
+]
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="Ray cluster to join: auto or HOST:PORT (default: start a private local one).",
+    ),
+]
+AgentResourcesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--agent-resources",
+        help="Ray options of each agent actor as JSON, e.g. '{\"num_gpus\": 1}'.",
+    ),
+]
+ShardOption = Annotated[
+    str | None,
+    typer.Option(help="Only shard i/N (0-based) of the split; join shards with `condvln merge`."),
+]
+
+
+def _executor(
+    kind: str, workers: int | None, address: str | None, resources: str | None = None
+) -> Any:
+    """The :class:`~condvln.parallel.Executor` of the command-line options."""
+    from condvln.parallel.executors import Executor, parse_resources
+    from condvln.synth.pipeline import default_workers
+
+    return Executor(kind, workers or default_workers(), address, parse_resources(resources))  # type: ignore[arg-type]
 
 
 @app.command("audit")
@@ -269,11 +300,12 @@ def generate_command(
     ] = 0.2,
     workers: WorkersOption = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing dataset folder.")] = False,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Generate a CondVLN dataset in VLN-CE format (defaults: the paper's scale)."""
     from condvln.dataset.generate import GenerateConfig, generate_dataset
-    from condvln.synth.pipeline import default_workers
 
     config = GenerateConfig(
         source=source,
@@ -287,7 +319,7 @@ def generate_command(
         stats = generate_dataset(
             config,
             out,
-            workers=workers or default_workers(),
+            workers=_executor(executor, workers, ray_address),
             overwrite=overwrite,
             progress=bars.add,
         )
@@ -371,11 +403,27 @@ def evaluate_command(
     ] = None,
     name: Annotated[str | None, typer.Option(help="Run name in the tables.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap intervals.")] = 0,
+    shard: ShardOption = None,
+    workers: Annotated[
+        int, typer.Option("--workers", "-j", help="Worker processes (scenes in parallel).")
+    ] = 1,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Score predictions: standard VLN metrics, BSA / CSR and branch diagnostics, with tables."""
     from condvln.evaluation.evaluate import evaluate_run, render_summary
+    from condvln.parallel.shards import parse_shard
 
-    result = evaluate_run(dataset, predictions, out, split=split, seed=seed, run_name=name)
+    result = evaluate_run(
+        dataset,
+        predictions,
+        out,
+        split=split,
+        seed=seed,
+        run_name=name,
+        executor=_executor(executor, workers, ray_address),
+        shard=parse_shard(shard),
+    )
     console.print(render_summary(result))
     console.print(f"wrote {out}")
 
@@ -422,6 +470,10 @@ def run_command(
         bool, typer.Option(help="Stop at the first episode the agent fails.")
     ] = False,
     workers: WorkersOption = None,
+    shard: ShardOption = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    agent_resources: AgentResourcesOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Run an agent in the built-in simulator; writes trajectories and VLN-CE predictions.
@@ -432,7 +484,7 @@ def run_command(
     """
     from condvln.agents.base import parse_agent_args
     from condvln.agents.run import run_agent
-    from condvln.synth.pipeline import default_workers
+    from condvln.parallel.shards import parse_shard
 
     protocol = {
         "panoramic": panoramic,
@@ -450,7 +502,8 @@ def run_command(
             agent_args=parse_agent_args(agent_arg or ()),
             protocol=protocol,
             seed=seed,
-            workers=workers or default_workers(),
+            executor=_executor(executor, workers, ray_address, agent_resources),
+            shard=parse_shard(shard),
             batch_size=batch_size,
             step_timeout=step_timeout,
             fail_fast=fail_fast,
@@ -481,6 +534,24 @@ def _done_total(bars: _MultiProgress, label: str) -> Callable[[int, int], None]:
         bars.progress.update(state["task"], completed=done)
 
     return update
+
+
+@app.command("merge")
+def merge_command(
+    shards: Annotated[
+        list[Path], typer.Argument(help="Shard folders of `run --shard` or `evaluate --shard`.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the merged result.")],
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing folder.")] = False,
+) -> None:
+    """Merge shard folders (all runs or all evaluations): checked, re-aggregated, one folder."""
+    from condvln.parallel.merge import merge_shards
+
+    summary = merge_shards(shards, out, overwrite=overwrite)
+    console.print(
+        f"wrote {out}: {summary.kind} of {summary.episodes} episodes from {summary.shards} shards",
+        markup=False,
+    )
 
 
 @app.command("check-agent")
@@ -557,13 +628,15 @@ def benchmark_command(
     ] = None,
     agent_arg: AgentArgOption = None,
     workers: WorkersOption = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    agent_resources: AgentResourcesOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
     from condvln.agents.base import parse_agent_args
     from condvln.benchmark import RUNS, SMALL, run_benchmark, user_runs
     from condvln.dataset.generate import GenerateConfig
-    from condvln.synth.pipeline import default_workers
 
     base = GenerateConfig() if full else SMALL
     overrides = {k: v for k, v in (("scenes", scenes), ("per_scene", per_scene)) if v is not None}
@@ -573,7 +646,7 @@ def benchmark_command(
             out,
             config=config,
             split=split,
-            workers=workers or default_workers(),
+            workers=_executor(executor, workers, ray_address, agent_resources),
             runs=RUNS + user_runs(agent or (), parse_agent_args(agent_arg or ())),
             progress=bars.add,
         )

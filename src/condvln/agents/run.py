@@ -44,7 +44,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -66,6 +66,8 @@ from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.frames import quaternion_to_yaw
 from condvln.io import atomic_write_bytes, dumps_json, read_json
 from condvln.nav import GridNavigator
+from condvln.parallel.executors import Executor, actor_map
+from condvln.parallel.shards import Shard
 from condvln.scene.serialize import load_scene
 from condvln.sim.protocol import ObservationProtocol, parse_protocol
 from condvln.sim.simulator import ACTIONS, DEFAULT_BUDGET, Simulator, Trajectory
@@ -77,7 +79,7 @@ TRAJECTORIES = "trajectories.jsonl"
 PREDICTIONS = "predictions.json"
 MANIFEST = "manifest.json"
 
-_MANIFEST_KEYS = ("agent", "agent_args", "protocol", "dataset_hash", "split", "seed")
+_MANIFEST_KEYS = ("agent", "agent_args", "protocol", "dataset_hash", "split", "seed", "shard")
 """Manifest fields a resumed run must share with the interrupted one."""
 
 Progress = Callable[[int, int], None]
@@ -466,17 +468,20 @@ _RECORDS: Any = None
 """The pool worker's agent (created once by :func:`_init_pool_worker`) and its record queue."""
 
 
+def _make_worker(config: WorkerConfig) -> EpisodeWorker | ConfigError:
+    """A worker, or the error its agent raised at start (reported when it gets a task)."""
+    try:
+        return EpisodeWorker(config)
+    except ConfigError as exc:
+        return exc
+    except Exception as exc:
+        return ConfigError(f"agent {config.agent!r} failed to start: {type(exc).__name__}: {exc}")
+
+
 def _init_pool_worker(config: WorkerConfig, records: Any) -> None:
     global _WORKER, _RECORDS
     _RECORDS = records
-    try:
-        _WORKER = EpisodeWorker(config)
-    except ConfigError as exc:
-        _WORKER = exc
-    except Exception as exc:
-        _WORKER = ConfigError(
-            f"agent {config.agent!r} failed to start: {type(exc).__name__}: {exc}"
-        )
+    _WORKER = _make_worker(config)
 
 
 def _pool_task(specs: list[EpisodeSpec]) -> None:
@@ -485,6 +490,19 @@ def _pool_task(specs: list[EpisodeSpec]) -> None:
         raise _WORKER or ConfigError("worker not initialised")
     for record in _WORKER.run(specs):
         _RECORDS.put(record)
+
+
+class RayEpisodeWorker:
+    """The state of one Ray actor: an :class:`EpisodeWorker` built once, fed whole tasks."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.worker = _make_worker(config)
+
+    def run_task(self, specs: list[EpisodeSpec]) -> list[dict[str, Any]]:
+        """The records of one task's episodes."""
+        if isinstance(self.worker, ConfigError):
+            raise self.worker
+        return list(self.worker.run(specs))
 
 
 def _tasks(specs: Iterable[EpisodeSpec], batch: int) -> list[list[EpisodeSpec]]:
@@ -501,9 +519,15 @@ def _tasks(specs: Iterable[EpisodeSpec], batch: int) -> list[list[EpisodeSpec]]:
 
 
 def _execute(
-    specs: list[EpisodeSpec], workers: int, config: WorkerConfig, agent: Any
+    specs: list[EpisodeSpec], executor: Executor, config: WorkerConfig, agent: Any
 ) -> Iterator[dict[str, Any]]:
     """Records of every episode as they finish (one agent per worker, created once)."""
+    workers = executor.workers
+    if executor.kind == "ray":
+        tasks = _tasks(specs, config.batch_size)
+        for records in actor_map(RayEpisodeWorker, (config,), "run_task", tasks, executor):
+            yield from records
+        return
     if workers <= 1:
         ordered = sorted(specs, key=lambda s: (s.scene_id, _id_key(s.episode_id)))
         yield from EpisodeWorker(config, agent).run(ordered)
@@ -582,7 +606,7 @@ def _check_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
         return
     old = read_json(path, FormatError)
     for key in _MANIFEST_KEYS:
-        if old.get(key) != manifest[key]:
+        if old.get(key) != manifest.get(key):
             raise ConfigError(
                 f"{out_dir}: cannot resume, '{key}' differs from the existing run "
                 "(use a new folder or resume=False)"
@@ -653,6 +677,8 @@ def run_agent(
     resume: bool = True,
     limit: int | None = None,
     progress: Progress | None = None,
+    executor: Executor | None = None,
+    shard: Shard | None = None,
 ) -> RunSummary:
     """Run ``agent_name`` on ``split`` of the dataset at ``dataset_dir`` into ``out_dir``.
 
@@ -680,6 +706,9 @@ def run_agent(
         resume: Skip episodes already finished in ``out_dir``; ``False`` starts over.
         limit: Run only the first ``limit`` episodes of the split.
         progress: Called as ``progress(done, total)`` after each episode.
+        executor: Where workers run (default: ``workers`` local processes); with Ray each
+            worker is an actor holding one agent.
+        shard: Run only this shard of the (limited) split; ``condvln merge`` joins shards.
 
     Returns:
         The :class:`RunSummary`.
@@ -701,9 +730,12 @@ def run_agent(
     agent, agent_info = _describe_agent(agent_name, factory, args)
     batched = is_batched(agent if agent is not None else factory)
     batch_size = batch_size if batched else 1
+    executor = executor or Executor(workers=max(workers, 1))
     if is_remote(agent_name) and not batched:
-        workers = 1  # a server without act_batch holds one episode at a time
+        executor = replace(executor, workers=1)  # a server without act_batch: one episode at a time
     specs = episode_specs(dataset_dir, split, agent_info["instruction_source"], limit)
+    total = len(specs)
+    specs = shard.select(specs) if shard else specs
     manifest = {
         "agent": agent_name,
         **agent_info,
@@ -719,6 +751,8 @@ def run_agent(
         "episodes": len(specs),
         "condvln_version": __version__,
     }
+    if shard is not None:
+        manifest["shard"] = shard.to_json(total)
     out_dir.mkdir(parents=True, exist_ok=True)
     if resume:
         _check_manifest(out_dir, manifest)
@@ -735,12 +769,12 @@ def run_agent(
     config = WorkerConfig(
         agent_name, args, dataset_dir, proto, seed, batch_size, step_timeout, fail_fast
     )
-    if workers > 1:
+    if executor.workers > 1 or executor.kind == "ray":
         agent = None  # each worker process builds its own, once
     elif agent is None:
         agent = load_agent(agent_name, args)
     with (out_dir / TRAJECTORIES).open("ab") as fh:
-        records = _execute(pending, workers, config, agent)
+        records = _execute(pending, executor, config, agent)
         for record in records:
             fh.write(orjson.dumps(record) + b"\n")
             fh.flush()

@@ -27,9 +27,10 @@ from condvln.errors import ConfigError
 from condvln.graph import RelationConfig
 from condvln.io import atomic_directory
 from condvln.nav import GridNavigator
+from condvln.parallel.executors import Executor, ordered_map
 from condvln.scene.serialize import scene_to_json
 from condvln.synth.driver import GENERATION_GRID, success_radius
-from condvln.synth.pipeline import SceneSpec, ordered_map, run_synthesis, scene_seed, scene_specs
+from condvln.synth.pipeline import SceneSpec, run_synthesis, scene_seed, scene_specs
 from condvln.synth.sampler import Instance, Rejected
 
 
@@ -144,7 +145,7 @@ def generate_dataset(
     config: GenerateConfig,
     out: Path,
     *,
-    workers: int = 1,
+    workers: int | Executor = 1,
     overwrite: bool = False,
     progress: Callable[[str, int], Callable[[], None]] | None = None,
 ) -> dict[str, Any]:
@@ -153,7 +154,8 @@ def generate_dataset(
     Args:
         config: What to generate.
         out: Target folder (must not exist unless ``overwrite``).
-        workers: Worker processes.
+        workers: Worker processes, or an :class:`~condvln.parallel.Executor` (Ray: tasks by
+            scene).
         overwrite: Replace an existing folder.
         progress: ``progress(label, total)`` returning an ``advance()`` callback.
     """

@@ -69,6 +69,8 @@ from condvln.evaluation.tables import FAILURE_CATEGORIES, ResultTable, table2, t
 from condvln.io import atomic_write_bytes, dumps_json, read_json
 from condvln.nav import GridConfig, GridNavigator, Unreachable
 from condvln.nav.geodesic import HAVE_SKFMM, GeodesicField
+from condvln.parallel.executors import Executor, ordered_map
+from condvln.parallel.shards import Shard
 from condvln.scene.serialize import load_scene
 
 LABEL_KEYS = (
@@ -238,27 +240,45 @@ def score_split(
     predictions: Predictions,
     split: str,
     options: MetricOptions = DEFAULT_OPTIONS,
+    executor: int | Executor = 1,
 ) -> list[Record]:
     """One record per episode, in dataset order (missing predictions: invalid records).
 
-    Episodes are scored scene by scene, so one navigator is alive at a time.
+    Episodes are scored scene by scene (one task per scene on ``executor``), so one navigator
+    is alive at a time per worker.
     """
     records: list[Record | None] = [None] * len(episodes)
     order = sorted(range(len(episodes)), key=lambda i: episodes[i]["scene_id"])
+    tasks = []
     for scene_id, group in itertools.groupby(order, key=lambda i: episodes[i]["scene_id"]):
         indices = list(group)
-        todo = [i for i in indices if episodes[i]["episode_id"] in predictions]
-        geodesic = SceneGeodesic(dataset_dir / scene_id) if todo else None
-        for i in indices:
-            try:
-                records[i] = _score_one(episodes[i], predictions, geodesic, split, options)
-            except (KeyError, IndexError, TypeError) as exc:
-                raise FormatError(
-                    f"missing or malformed episode field ({exc!r})",
-                    file=str(split_path(dataset_dir, split)),
-                    record=f"episode {episodes[i].get('episode_id')}",
-                ) from None
+        ids = [episodes[i]["episode_id"] for i in indices]
+        mine = {k: predictions[k] for k in ids if k in predictions}
+        tasks.append((dataset_dir, scene_id, [episodes[i] for i in indices], mine, split, options))
+    for task, scored in zip(tasks, ordered_map(_score_scene, tasks, executor), strict=True):
+        group = [i for i in order if episodes[i]["scene_id"] == task[1]]
+        for i, record in zip(group, scored, strict=True):
+            records[i] = record
     return [r for r in records if r is not None]
+
+
+def _score_scene(
+    task: tuple[Path, str, list[Mapping[str, Any]], Predictions, str, MetricOptions],
+) -> list[Record]:
+    """The records of one scene's episodes (an executor task)."""
+    dataset_dir, scene_id, episodes, predictions, split, options = task
+    geodesic = SceneGeodesic(dataset_dir / scene_id) if predictions else None
+    records = []
+    for episode in episodes:
+        try:
+            records.append(_score_one(episode, predictions, geodesic, split, options))
+        except (KeyError, IndexError, TypeError) as exc:
+            raise FormatError(
+                f"missing or malformed episode field ({exc!r})",
+                file=str(split_path(dataset_dir, split)),
+                record=f"episode {episode.get('episode_id')}",
+            ) from None
+    return records
 
 
 def _score_one(
@@ -345,9 +365,12 @@ def summarize(records: Sequence[Record], *, seed: int = 0) -> Record:
     }
 
 
-def _counts(records: Sequence[Record], episode_ids: set[int], predictions: Predictions) -> Record:
-    extra = sorted(set(predictions) - episode_ids)
-    off_map = [r["off_map_positions"] for r in records]
+def _counts(
+    records: Sequence[Record], predictions: Predictions, split_ids: set[int] | None = None
+) -> Record:
+    """``metrics.json`` counts; ``split_ids``: ids of the whole split when ``records`` is a shard."""
+    episode_ids = {r["episode_id"] for r in records}
+    extra = sorted(set(predictions) - (episode_ids if split_ids is None else split_ids))
     return {
         "episodes": len(records),
         "predicted": len(predictions),
@@ -355,6 +378,14 @@ def _counts(records: Sequence[Record], episode_ids: set[int], predictions: Predi
         "missing": len(episode_ids - set(predictions)),
         "extra": len(extra),
         "extra_ids": extra[:EXTRA_IDS_LISTED],
+        **record_counts(records),
+    }
+
+
+def record_counts(records: Sequence[Record]) -> Record:
+    """The counts that follow from the per-episode records alone (off-map, agent failures)."""
+    off_map = [r["off_map_positions"] for r in records]
+    return {
         "off_map_positions": int(sum(off_map)),
         "off_map_episodes": int(sum(1 for k in off_map if k)),
         "agent_failures": {
@@ -424,6 +455,8 @@ def evaluate_run(
     seed: int = 0,
     options: MetricOptions = DEFAULT_OPTIONS,
     run_name: str | None = None,
+    executor: int | Executor = 1,
+    shard: Shard | None = None,
 ) -> Record:
     """Score a predictions file against a dataset split and write the output folder.
 
@@ -435,6 +468,8 @@ def evaluate_run(
         seed: bootstrap seed of the confidence intervals.
         options: metric conventions.
         run_name: row name in the tables (default: the predictions file's name).
+        executor: where scenes are scored (processes or Ray; one task per scene).
+        shard: score only this shard of the split (``condvln merge`` joins shard folders).
 
     Returns:
         ``{"run", "split", "records", "metrics", "tables": {"table2", "table3"}, "manifest",
@@ -457,18 +492,23 @@ def evaluate_run(
     episodes = load_split_episodes(dataset_dir, split)
     if not episodes:
         raise ConfigError(f"split {split!r} of {dataset_dir} has no episodes")
-    records = score_split(dataset_dir, episodes, predictions, split, options)
+    split_ids = {e["episode_id"] for e in episodes}
+    episodes = shard.select(episodes) if shard else episodes
+    records = score_split(dataset_dir, episodes, predictions, split, options, executor)
     name = run_name or run_name_of(predictions_path)
-    counts = _counts(records, {e["episode_id"] for e in episodes}, predictions)
+    counts = _counts(records, predictions, split_ids)
     metrics = {"run": name, "split": split, "counts": counts, **summarize(records, seed=seed)}
     runs = {name: records}
+    manifest = _manifest(dataset_dir, predictions_path, split, seed, options) | {"run": name}
+    if shard is not None:
+        manifest["shard"] = shard.to_json(len(split_ids))
     result = {
         "run": name,
         "split": split,
         "records": records,
         "metrics": metrics,
         "tables": {"table2": table2(runs), "table3": table3(runs)},
-        "manifest": _manifest(dataset_dir, predictions_path, split, seed, options) | {"run": name},
+        "manifest": manifest,
         "out_dir": str(out_dir),
     }
     _write_outputs(out_dir, result)
