@@ -9,8 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from condvln.agents import run_agent
+from condvln.benchmark import RunSpec, run_benchmark
+from condvln.cli import app
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.errors import ConfigError
 from condvln.evaluation.evaluate import evaluate_run
@@ -118,3 +121,33 @@ def test_executor_options_are_checked() -> None:
         Executor("local", address="auto")
     with pytest.raises(ConfigError, match="unknown key 'gpus'"):
         Executor("ray", agent_resources={"gpus": 1})
+
+
+def test_benchmark_on_ray_equals_local(tmp_path: Path) -> None:
+    config = GenerateConfig(scenes=4, per_scene=20)
+    runs = (RunSpec("goal_only", "goal_only"), RunSpec("random", "random"))
+    for name, workers in (("local", 1), ("ray", RAY)):
+        run_benchmark(tmp_path / name, config=config, split="train", runs=runs, workers=workers)
+    local, ray = _files(tmp_path / "local"), _files(tmp_path / "ray")
+    compared = [k for k in local if not k.endswith(("manifest.json", "results.json"))]
+    assert "table2.md" in compared and "runs/random/trajectories.jsonl" in compared
+    assert {k: ray[k] for k in compared} == {k: local[k] for k in compared}
+
+
+def test_cli_executor_options(dataset: Path, tmp_path: Path) -> None:
+    """The command line in-process (it joins the open test cluster) equals a local run."""
+    base = ["run", "--agent", "goal_only", "--dataset", str(dataset), "--split", "train"]
+    base += ["--limit", "12", "-q"]
+    ray_args = ["--executor", "ray", "-j", "2", "--agent-resources", '{"num_cpus": 1}']
+    runner = CliRunner()
+    done = runner.invoke(app, [*base, "--out", str(tmp_path / "ray"), *ray_args])
+    assert done.exit_code == 0, done.output
+    run_agent("goal_only", dataset, "train", tmp_path / "local", limit=12)
+    for name in RUN_FILES:
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    for resources, message in (("[1]", "JSON object"), ('{"num_gpus": 1}', "need --executor ray")):
+        bad = runner.invoke(
+            app, [*base, "--out", str(tmp_path / "x"), "--agent-resources", resources]
+        )
+        assert isinstance(bad.exception, ConfigError) and message in str(bad.exception)
+    assert not (tmp_path / "x").exists()

@@ -13,7 +13,8 @@ and records every episode. A run folder holds::
     predictions.json     VLN-CE leaderboard form {"<episode_id>": [{"position", "heading",
                          "stop"}, ...]}
 
-**Workers.** Each worker (this process, or one pool process each) builds *one* agent for the
+**Workers.** Each worker (this process, one pool process, or one Ray actor each —
+:mod:`condvln.parallel.executors`) builds *one* agent for the
 whole run (:class:`EpisodeWorker`) and resets it per episode; an executor only hands it lists of
 :class:`EpisodeSpec`. Pool tasks are chunks of episodes of one scene, so a worker loads a scene
 and builds its navigator once. Agents with ``act_batch`` step ``batch_size`` episodes in
@@ -34,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import multiprocessing
+import os
 import reprlib
 import signal
 import threading
@@ -66,7 +68,7 @@ from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.frames import quaternion_to_yaw
 from condvln.io import atomic_write_bytes, dumps_json, read_json
 from condvln.nav import GridNavigator
-from condvln.parallel.executors import Executor, actor_map
+from condvln.parallel.executors import Executor, actor_map, follow_cwd
 from condvln.parallel.shards import Shard
 from condvln.scene.serialize import load_scene
 from condvln.sim.protocol import ObservationProtocol, parse_protocol
@@ -495,7 +497,8 @@ def _pool_task(specs: list[EpisodeSpec]) -> None:
 class RayEpisodeWorker:
     """The state of one Ray actor: an :class:`EpisodeWorker` built once, fed whole tasks."""
 
-    def __init__(self, config: WorkerConfig) -> None:
+    def __init__(self, config: WorkerConfig, cwd: str) -> None:
+        follow_cwd(cwd)  # relative agent paths mean what they mean to the caller
         self.worker = _make_worker(config)
 
     def run_task(self, specs: list[EpisodeSpec]) -> list[dict[str, Any]]:
@@ -525,7 +528,9 @@ def _execute(
     workers = executor.workers
     if executor.kind == "ray":
         tasks = _tasks(specs, config.batch_size)
-        for records in actor_map(RayEpisodeWorker, (config,), "run_task", tasks, executor):
+        for records in actor_map(
+            RayEpisodeWorker, (config, os.getcwd()), "run_task", tasks, executor
+        ):
             yield from records
         return
     if workers <= 1:

@@ -25,6 +25,10 @@ Distances, as VLN-CE measures them:
 * Euclidean for TL, nDTW and CLS against ``reference_path``;
 * radius = the goal's radius, ℓ = ``info.geodesic_distance``, gold branch = ``leaf_index``.
 
+Scenes are scored as independent tasks on an executor (processes or Ray, gathered in dataset
+order); ``shard`` scores one contiguous part of the split, and ``condvln merge`` re-aggregates
+shard folders into the same files as one evaluation (:mod:`condvln.parallel.merge`).
+
 Missing episodes (in the split, not in the predictions) score as
 :func:`~.scoring.invalid_episode`; extra ids (in the predictions, not in the split) are counted
 and listed, not scored. **Off-map rule:** a position the navigator cannot reach (off the

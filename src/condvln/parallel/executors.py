@@ -14,7 +14,9 @@ Ray is optional (``pip install "condvln[ray]"``) and imported only when asked fo
 ``address="auto"`` or ``"HOST:PORT"`` joins an existing one (``ray start --head`` on the head
 node, ``ray start --address HEAD:6379`` on the others). An already initialised Ray session (for
 example one a test or notebook opened with ``ray.init``) is reused and left running. Tasks and
-actors killed with their node are retried (:data:`RETRIES`).
+actors killed with their node are retried (:data:`RETRIES`). Ray tasks and actors work in the
+caller's current folder when it exists on their node, so relative paths (``--input``,
+``file.py:Class`` agents, ``module:Class`` agents of the current folder) mean the same there.
 """
 
 from __future__ import annotations
@@ -169,6 +171,18 @@ def ordered_map(
                 on_done()
 
 
+def follow_cwd(cwd: str) -> None:
+    """Work in the caller's folder ``cwd`` (in a Ray worker; skipped where it does not exist)."""
+    if os.path.isdir(cwd):
+        os.chdir(cwd)
+
+
+def _call_in(cwd: str, function: Callable[[T], R], item: T) -> R:
+    """``function(item)`` in the folder ``cwd`` (the Ray task of :func:`ordered_map`)."""
+    follow_cwd(cwd)
+    return function(item)
+
+
 def _ray_ordered_map(
     function: Callable[[T], R],
     items: Sequence[T],
@@ -176,10 +190,13 @@ def _ray_ordered_map(
     on_done: Callable[[], None] | None,
 ) -> Iterator[R]:
     with ray_session(executor) as ray:
-        remote = ray.remote(function).options(num_cpus=1, max_retries=RETRIES)
-        refs = [remote.remote(item) for item in items]
+        remote = ray.remote(_call_in).options(num_cpus=1, max_retries=RETRIES)
+        cwd = os.getcwd()
+        refs = [remote.remote(cwd, function, item) for item in items]
+        done = 0
         try:
-            for ref in refs:
+            for index, ref in enumerate(refs):
+                done = index + 1
                 try:
                     result = ray.get(ref)
                 except ray.exceptions.RayError as exc:
@@ -188,8 +205,8 @@ def _ray_ordered_map(
                 if on_done:
                     on_done()
         finally:
-            for ref in refs:
-                ray.cancel(ref, force=True)
+            for ref in refs[done:]:  # stopped early: drop the tasks not gathered (no force)
+                ray.cancel(ref)
 
 
 def actor_map(
@@ -201,7 +218,8 @@ def actor_map(
 ) -> Iterator[Any]:
     """Results of ``worker.method(task)`` for every task, as tasks finish, on Ray actors.
 
-    ``executor.workers`` actors of ``worker_class(*init_args)`` are created once (options
+    ``executor.workers`` actors of ``worker_class(*init_args)`` are created once (call
+    :func:`follow_cwd` first in ``__init__`` with the caller's folder among its arguments; options
     ``executor.agent_resources``, default one CPU each) and fed tasks two at a time, so each
     stays busy. An actor whose process dies is restarted and its tasks retried
     (:data:`RETRIES`); the actors are killed at the end.
