@@ -7,8 +7,10 @@ from pathlib import Path
 
 import orjson
 import pytest
+from typer.testing import CliRunner
 
 from condvln.agents import run_agent
+from condvln.cli import app
 from condvln.errors import ConfigError
 from condvln.evaluation.evaluate import evaluate_run
 from condvln.io import dumps_json, read_json
@@ -125,19 +127,18 @@ def test_merge_checks(runs: Path, dataset: Path, sleepy: str, tmp_path: Path) ->
         merge_shards([s0, s1, s2], out)
 
 
-def test_cli_shard_and_merge(cli, dataset: Path, runs: Path, tmp_path: Path) -> None:
-    args = ["run", "--agent", "goal_only", "--dataset", str(dataset), "--split", "train", "-q"]
-    for i in range(2):
-        done = cli(*args, "--out", str(tmp_path / f"c{i}"), "--shard", f"{i}/2", "-j", "1")
-        assert done.returncode == 0, done.stderr
+def test_cli_shard_and_merge(cli, dataset: Path, tmp_path: Path) -> None:
+    args = ["run", "--agent", "goal_only", "--dataset", str(dataset), "--split", "train"]
+    done = cli(*args, "-q", "--out", str(tmp_path / "c1"), "--shard", "1/2", "-j", "1")
+    assert done.returncode == 0, done.stderr
+    run_agent("goal_only", dataset, "train", tmp_path / "c0", shard=Shard(0, 2))
+    run_agent("goal_only", dataset, "train", tmp_path / "full", workers=2)
     merged = cli("merge", str(tmp_path / "c0"), str(tmp_path / "c1"), "--out", str(tmp_path / "m"))
     assert merged.returncode == 0 and "run of" in merged.stdout, merged.stderr
-    full = cli(*args, "--out", str(tmp_path / "full"), "-j", "1")
-    assert full.returncode == 0, full.stderr
     for name in RUN_FILES:
         assert (tmp_path / "m" / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
     bad = cli("merge", str(tmp_path / "c0"), "--out", str(tmp_path / "m2"))
     assert bad.returncode == 2 and "missing shard 1/2" in bad.stderr
     assert "Traceback" not in bad.stderr and not (tmp_path / "m2").exists()
-    bad = cli(*args, "--out", str(tmp_path / "x"), "--shard", "2/2")
-    assert bad.returncode == 2 and "shard 2/2" in bad.stderr
+    bad = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "x"), "--shard", "2/2"])
+    assert isinstance(bad.exception, ConfigError) and "shard 2/2" in str(bad.exception)
