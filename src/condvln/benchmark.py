@@ -13,10 +13,12 @@ Results folder::
     table2.md|csv            paper Table 2 layout, one row per run
     table3.md|csv            paper Table 3 layout (depth and chain sweeps)
     results.json             the main numbers of every run
+    report.html              the self-contained HTML report (``condvln report``)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -28,8 +30,10 @@ import orjson
 from condvln import __version__
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.errors import ConfigError
+from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.io import atomic_write_bytes, read_json
 from condvln.parallel.executors import Executor
+from condvln.provenance import provenance
 
 Progress = Callable[[str, int], Callable[[], None]]
 
@@ -50,15 +54,21 @@ class RunSpec:
     agent_args: dict[str, Any] = field(default_factory=dict)
 
 
-RUNS = (
-    RunSpec("random", "random"),
-    RunSpec("goal_only", "goal_only"),
-    RunSpec("condition_blind", "condition_blind"),
-    RunSpec("neurosymbolic", "neurosymbolic"),
-    RunSpec("neurosymbolic+noise", "neurosymbolic", NOISE),
-    RunSpec("oracle_linear", "oracle_linear"),
-)
-"""The baselines, from the weakest reference to the paper's oracle."""
+def benchmark_runs(noise: Mapping[str, float] = NOISE) -> tuple[RunSpec, ...]:
+    """The baselines, from the weakest reference to the paper's oracle; ``noise`` is the
+    perception noise of the ``neurosymbolic+noise`` run."""
+    return (
+        RunSpec("random", "random"),
+        RunSpec("goal_only", "goal_only"),
+        RunSpec("condition_blind", "condition_blind"),
+        RunSpec("neurosymbolic", "neurosymbolic"),
+        RunSpec("neurosymbolic+noise", "neurosymbolic", dict(noise)),
+        RunSpec("oracle_linear", "oracle_linear"),
+    )
+
+
+RUNS = benchmark_runs()
+"""The default rows of the benchmark."""
 
 
 def user_runs(
@@ -124,6 +134,8 @@ def run_benchmark(
     workers: int | Executor = 1,
     runs: tuple[RunSpec, ...] = RUNS,
     config: GenerateConfig | None = None,
+    protocol: Mapping[str, Any] | None = None,
+    options: MetricOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run the whole experiment into ``out`` and return the per-run records and tables.
@@ -136,11 +148,14 @@ def run_benchmark(
             :class:`~condvln.parallel.Executor` (``Executor("ray", ...)`` runs all on Ray).
         runs: The rows of the benchmark.
         config: Dataset configuration (overrides ``full``; for custom or test runs).
+        protocol: Observation protocol of every run (a run's own settings go on top).
+        options: Metric conventions and thresholds.
         progress: ``progress(label, total)`` returning an ``advance()`` callback.
     """
     from condvln.agents.run import run_agent
     from condvln.evaluation.evaluate import evaluate_run
     from condvln.evaluation.tables import table2, table3
+    from condvln.report.html import write_report
 
     out = Path(out)
     config = config or (GenerateConfig() if full else SMALL)
@@ -156,7 +171,7 @@ def run_benchmark(
             split,
             run_dir,
             agent_args=spec.agent_args,
-            protocol=spec.protocol,
+            protocol={**(protocol or {}), **spec.protocol},
             executor=executor,
             progress=_episode_progress(progress, f"run {spec.name}"),
         )
@@ -165,6 +180,7 @@ def run_benchmark(
             run_dir / "trajectories.jsonl",
             out / "eval" / spec.name,
             split=split,
+            options=options,
             run_name=spec.name,
             executor=executor,
         )
@@ -187,8 +203,13 @@ def run_benchmark(
         "condvln_version": __version__,
         "dataset": str(dataset),
         "dataset_config_hash": config.config_hash(),
+        "dataset_config": config.model_dump(mode="json"),
         "split": split,
+        "protocol": dict(protocol or {}),
+        "metric_options": dataclasses.asdict(options),
+        "provenance": provenance(),
         "runs": summaries,
     }
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    write_report(out, out / "report.html", progress=progress)
     return {"results": results, "tables": tables, "records": records}

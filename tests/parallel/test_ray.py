@@ -17,12 +17,24 @@ from condvln.cli import app
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.errors import ConfigError
 from condvln.evaluation.evaluate import evaluate_run
+from condvln.io import read_json
 from condvln.parallel import Executor, ordered_map
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
 RAY = Executor("ray", workers=2)
-RUN_FILES = ("trajectories.jsonl", "predictions.json", "manifest.json")
+RUN_FILES = ("trajectories.jsonl", "predictions.json")
+
+
+def same_manifest(a: Path, b: Path) -> bool:
+    """Whether two run folders' manifests agree apart from ``provenance`` (the command line)."""
+    drop = ("provenance",)
+    left, right = (read_json(d / "manifest.json") for d in (a, b))
+    return {k: v for k, v in left.items() if k not in drop} == {
+        k: v for k, v in right.items() if k not in drop
+    }
+
+
 EVAL_FILES = (
     "episodes.jsonl",
     "metrics.json",
@@ -59,6 +71,7 @@ def test_run_and_evaluate_on_ray_equal_local(dataset: Path, sleepy: str, tmp_pat
     assert summary.ran == summary.episodes == 24
     for name in RUN_FILES:
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert same_manifest(tmp_path / "ray", tmp_path / "local")
     run_agent("goal_only", dataset, "train", tmp_path / "goal", executor=RAY, limit=24)
     preds = tmp_path / "goal" / "trajectories.jsonl"
     evaluate_run(dataset, preds, tmp_path / "e_local", split="train", run_name="g")
@@ -145,6 +158,7 @@ def test_cli_executor_options(dataset: Path, tmp_path: Path) -> None:
     run_agent("goal_only", dataset, "train", tmp_path / "local", limit=12)
     for name in RUN_FILES:
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert same_manifest(tmp_path / "ray", tmp_path / "local")
     for resources, message in (("[1]", "JSON object"), ('{"num_gpus": 1}', "need --executor ray")):
         bad = runner.invoke(
             app, [*base, "--out", str(tmp_path / "x"), "--agent-resources", resources]

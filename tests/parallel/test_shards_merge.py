@@ -17,7 +17,18 @@ from condvln.io import dumps_json, read_json
 from condvln.parallel import Shard, parse_shard
 from condvln.parallel.merge import merge_shards
 
-RUN_FILES = ("trajectories.jsonl", "predictions.json", "manifest.json")
+RUN_FILES = ("trajectories.jsonl", "predictions.json")
+
+
+def same_manifest(a: Path, b: Path) -> bool:
+    """Whether two run folders' manifests agree apart from ``provenance`` (the command line)."""
+    drop = ("provenance",)
+    left, right = (read_json(d / "manifest.json") for d in (a, b))
+    return {k: v for k, v in left.items() if k not in drop} == {
+        k: v for k, v in right.items() if k not in drop
+    }
+
+
 EVAL_FILES = (
     "episodes.jsonl",
     "metrics.json",
@@ -62,6 +73,7 @@ def test_merged_run_equals_unsharded(runs: Path, tmp_path: Path) -> None:
     assert (summary.kind, summary.shards, summary.episodes) == ("run", 3, total)
     for name in RUN_FILES:
         assert (tmp_path / "m" / name).read_bytes() == (runs / "full" / name).read_bytes(), name
+    assert same_manifest(tmp_path / "m", runs / "full")
 
 
 def test_merged_evaluation_equals_unsharded(dataset: Path, runs: Path, tmp_path: Path) -> None:
@@ -137,6 +149,7 @@ def test_cli_shard_and_merge(cli, dataset: Path, tmp_path: Path) -> None:
     assert merged.returncode == 0 and "run of" in merged.stdout, merged.stderr
     for name in RUN_FILES:
         assert (tmp_path / "m" / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
+    assert same_manifest(tmp_path / "m", tmp_path / "full")
     bad = cli("merge", str(tmp_path / "c0"), "--out", str(tmp_path / "m2"))
     assert bad.returncode == 2 and "missing shard 1/2" in bad.stderr
     assert "Traceback" not in bad.stderr and not (tmp_path / "m2").exists()

@@ -70,6 +70,7 @@ from condvln.io import atomic_write_bytes, dumps_json, read_json
 from condvln.nav import GridNavigator
 from condvln.parallel.executors import Executor, actor_map, follow_cwd
 from condvln.parallel.shards import Shard
+from condvln.provenance import provenance
 from condvln.scene.serialize import load_scene
 from condvln.sim.protocol import ObservationProtocol, parse_protocol
 from condvln.sim.simulator import ACTIONS, DEFAULT_BUDGET, Simulator, Trajectory
@@ -611,7 +612,7 @@ def _check_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
         return
     old = read_json(path, FormatError)
     for key in _MANIFEST_KEYS:
-        if old.get(key) != manifest.get(key):
+        if old.get(key, {} if key == "agent_args" else None) != manifest.get(key):  # older runs: {}
             raise ConfigError(
                 f"{out_dir}: cannot resume, '{key}' differs from the existing run "
                 "(use a new folder or resume=False)"
@@ -755,6 +756,7 @@ def run_agent(
         "seeds": "per episode: numpy SeedSequence([seed, episode_id]) -> (perception, agent)",
         "episodes": len(specs),
         "condvln_version": __version__,
+        "provenance": provenance(),
     }
     if shard is not None:
         manifest["shard"] = shard.to_json(total)

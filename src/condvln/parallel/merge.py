@@ -7,8 +7,9 @@ spec, arguments, class, protocol, seed, split, batch size and step timeout; for 
 dataset and predictions SHA-256, split, seed, metric options and run name. Runs are merged by
 writing the union sorted by episode id; evaluations by concatenating the records in dataset
 order and aggregating them again. The merged folder is built aside and renamed into place, and
-equals an unsharded run byte for byte (``manifest.json`` of an evaluation differs only in its
-timestamp).
+equals an unsharded run byte for byte, except in the manifests: ``provenance`` (the command
+line) is shard 0's, and an evaluation's ``manifest.json`` has its own timestamp and a
+``merged_shards`` count.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from condvln.evaluation.evaluate import _write_outputs, record_counts, summarize
 from condvln.evaluation.tables import table2, table3
 from condvln.io import atomic_directory, atomic_write_bytes, dumps_json, read_json
 
-RUN_LOCAL_KEYS = ("shard", "episodes", "dataset")
-"""Run manifest keys that may differ between shards (the dataset path may differ by machine)."""
+RUN_LOCAL_KEYS = ("shard", "episodes", "dataset", "provenance")
+"""Run manifest keys that may differ between shards (dataset path and command line, git state
+and versions may differ by machine); the merged manifest keeps shard 0's."""
 
 EVAL_KEYS = ("seed", "metric_options", "navigator", "run")
 """Evaluation manifest keys every shard must share (plus the dataset and predictions hashes)."""

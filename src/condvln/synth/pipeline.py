@@ -21,7 +21,7 @@ from condvln.graph import RelationConfig
 from condvln.parallel.executors import Executor, ordered_map
 from condvln.scene.sources import load
 from condvln.synth.balance import balance, balance_report
-from condvln.synth.driver import synthesize
+from condvln.synth.driver import success_radius, synthesize
 from condvln.synth.sampler import Instance
 
 
@@ -83,9 +83,9 @@ def scene_specs(source: str, count: int | None, inputs: Sequence[str] = ()) -> l
 
 
 def _synthesize_one(
-    args: tuple[SceneSpec, int, int, int, float, RelationConfig | None],
+    args: tuple[SceneSpec, int, int, int, float, RelationConfig | None, tuple[float, float]],
 ) -> tuple[str, list[Instance], Counter]:
-    spec, seed, index, quota, share, relations = args
+    spec, seed, index, quota, share, relations, radii = args
     scene = spec.load()
     result = synthesize(
         scene,
@@ -93,6 +93,7 @@ def _synthesize_one(
         quota=quota,
         leaf_offset=index,
         counterfactual_share=share,
+        radius=success_radius(scene, *radii),
         relation_config=relations,
     )
     return scene.id, result.instances, result.rejections
@@ -111,15 +112,17 @@ def run_synthesis(
     workers: int | Executor = 1,
     counterfactual_share: float = 0.2,
     relation_config: RelationConfig | None = None,
+    radii: tuple[float, float] = (1.0, 0.5),
     on_scene_done: Callable[[], None] | None = None,
 ) -> SynthesisResult:
     """Sample ``per_scene`` instances in every scene, then balance them globally.
 
-    ``workers`` is a process count or an :class:`~condvln.parallel.Executor` (one task per
+    ``radii`` are the success radii of multi-room and single-room scenes (leaf goals are
+    sampled more than twice the radius apart). ``workers`` is a process count or an :class:`~condvln.parallel.Executor` (one task per
     scene).
     """
     tasks = [
-        (spec, seed, i, per_scene, counterfactual_share, relation_config)
+        (spec, seed, i, per_scene, counterfactual_share, relation_config, radii)
         for i, spec in enumerate(scenes)
     ]
     gathered: list[Instance] = []
