@@ -57,7 +57,13 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from condvln import __version__
-from condvln.dataset.vlnce import available_splits, load_split, split_path
+from condvln.dataset.vlnce import (
+    available_splits,
+    load_scene_index,
+    load_split,
+    scene_json_path,
+    split_path,
+)
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants, pair_consistency
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
@@ -259,26 +265,30 @@ def score_split(
     is alive at a time per worker.
     """
     records: list[Record | None] = [None] * len(episodes)
-    order = sorted(range(len(episodes)), key=lambda i: episodes[i]["scene_id"])
-    tasks = []
-    for scene_id, group in itertools.groupby(order, key=lambda i: episodes[i]["scene_id"]):
+    index = load_scene_index(dataset_dir)
+    files = [scene_json_path(dataset_dir, dict(ep), index) for ep in episodes]
+    order = sorted(range(len(episodes)), key=lambda i: files[i])
+    groups, tasks = [], []
+    for scene_file, group in itertools.groupby(order, key=lambda i: files[i]):
         indices = list(group)
         ids = [episodes[i]["episode_id"] for i in indices]
         mine = {k: predictions[k] for k in ids if k in predictions}
-        tasks.append((dataset_dir, scene_id, [episodes[i] for i in indices], mine, split, options))
-    for task, scored in zip(tasks, ordered_map(_score_scene, tasks, executor), strict=True):
-        group = [i for i in order if episodes[i]["scene_id"] == task[1]]
-        for i, record in zip(group, scored, strict=True):
+        groups.append(indices)
+        tasks.append(
+            (dataset_dir, scene_file, [episodes[i] for i in indices], mine, split, options)
+        )
+    for indices, scored in zip(groups, ordered_map(_score_scene, tasks, executor), strict=True):
+        for i, record in zip(indices, scored, strict=True):
             records[i] = record
     return [r for r in records if r is not None]
 
 
 def _score_scene(
-    task: tuple[Path, str, list[Mapping[str, Any]], Predictions, str, MetricOptions],
+    task: tuple[Path, Path, list[Mapping[str, Any]], Predictions, str, MetricOptions],
 ) -> list[Record]:
     """The records of one scene's episodes (an executor task)."""
-    dataset_dir, scene_id, episodes, predictions, split, options = task
-    geodesic = SceneGeodesic(dataset_dir / scene_id) if predictions else None
+    dataset_dir, scene_file, episodes, predictions, split, options = task
+    geodesic = SceneGeodesic(scene_file) if predictions else None
     records = []
     for episode in episodes:
         try:

@@ -173,7 +173,7 @@ def episode_figure(episode: Mapping[str, Any]) -> EpisodeFigure:
             raise ValueError(f"{len(goals)} branch goals for {len(outcomes)} program leaves")
         return EpisodeFigure(
             episode_id=episode["episode_id"],
-            scene_id=str(episode["scene_id"]),
+            scene_id=str(labels.get("scene_file", episode["scene_id"])),  # the scene JSON
             category=str(labels["category"]),
             depth=int(labels["depth"]),
             chain=int(labels["chain"]),
