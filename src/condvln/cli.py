@@ -488,6 +488,13 @@ def evaluate_command(
     ] = None,
     name: Annotated[str | None, typer.Option(help="Run name in the tables.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap intervals.")] = 0,
+    ndtw_threshold: Annotated[
+        float,
+        typer.Option(
+            "--ndtw-threshold",
+            help="d_th of nDTW / SDTW / CLS in metres (VLN-CE's NDTW measure: 3.0).",
+        ),
+    ] = 3.0,
     shard: ShardOption = None,
     workers: Annotated[
         int, typer.Option("--workers", "-j", help="Worker processes (scenes in parallel).")
@@ -500,7 +507,16 @@ def evaluate_command(
     from condvln.parallel.shards import parse_shard
 
     s = _settings(
-        ctx, "evaluate", config_file, overrides, {k: k for k in ("split", "name", "seed")}
+        ctx,
+        "evaluate",
+        config_file,
+        overrides,
+        {
+            "split": "split",
+            "name": "name",
+            "seed": "seed",
+            "ndtw_threshold": "metrics.fidelity_threshold",
+        },
     )
     result = evaluate_run(
         dataset,

@@ -14,6 +14,7 @@ line) is shard 0's, and an evaluation's ``manifest.json`` has its own timestamp 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,14 @@ from condvln.agents.run import (
     read_trajectories,
 )
 from condvln.errors import ConfigError, FormatError
-from condvln.evaluation.evaluate import _write_outputs, record_counts, summarize
+from condvln.evaluation.evaluate import (
+    _write_outputs,
+    fidelity_note,
+    fidelity_summary,
+    record_counts,
+    summarize,
+)
+from condvln.evaluation.metrics import MetricOptions
 from condvln.evaluation.tables import table2, table3
 from condvln.io import atomic_directory, atomic_write_bytes, dumps_json, read_json
 
@@ -205,13 +213,26 @@ def _merge_evaluations(shards: list[_Shard], out: Path, overwrite: bool) -> int:
     }
     manifest = shards[0].manifest
     name, split, seed = manifest["run"], manifest["dataset"]["split"], manifest["seed"]
-    metrics = {"run": name, "split": split, "counts": counts, **summarize(records, seed=seed)}
+    options = MetricOptions(**manifest["metric_options"])
+    gt_file = read_json(shards[0].folder / "metrics.json", FormatError)["fidelity"]["gt_file"]
+    fidelity = fidelity_summary(records, options, gt_file)
+    metrics = {
+        "run": name,
+        "split": split,
+        "counts": counts,
+        "fidelity": fidelity,
+        **summarize(records, seed=seed),
+    }
     runs = {name: records}
+    note = fidelity_note(fidelity)
     merged = {k: v for k, v in manifest.items() if k != "shard"} | {"merged_shards": len(shards)}
     result = {
         "records": records,
         "metrics": metrics,
-        "tables": {"table2": table2(runs), "table3": table3(runs)},
+        "tables": {
+            "table2": dataclasses.replace(table2(runs), note=note),
+            "table3": dataclasses.replace(table3(runs), note=note),
+        },
         "manifest": merged,
     }
     with atomic_directory(out, replace=overwrite) as tmp:
