@@ -193,6 +193,7 @@ def run_episode(
             protocol=protocol,
             map=sim.map_view() if protocol.map_access else None,
             seed=agent_seed,
+            semantics=sim.semantic_table() if "semantic" in protocol.sensors else None,
         )
     )
     while not sim.done:
