@@ -99,8 +99,8 @@ def agent_factory(name: str) -> AgentFactory:
         if not callable(factory):
             raise ConfigError(f"agent {name!r} is not a class or factory")
         return factory  # type: ignore[no-any-return]
-    import condvln.agents.baselines  # noqa: F401  (registers the built-in agents)
-    import condvln.agents.pixels  # noqa: F401
+    import condvln.agents.baselines
+    import condvln.agents.pixels  # noqa: F401  (register the built-in agents)
 
     return AGENTS.get(name)
 

@@ -315,7 +315,7 @@ class Simulator:
         return -1
 
     def _observe(self, collided: bool) -> Observation:
-        protocol, objects = self.protocol, self._objects
+        protocol = self.protocol
         yaw = self.yaw
         detections = self._detect(yaw) if protocol.detections else []
         room_type = None
