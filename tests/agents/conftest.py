@@ -43,15 +43,15 @@ class Scorer:
         self.episodes = {e["episode_id"]: e for e in load_split(root, split)["episodes"]}
         self._navs: dict[str, GridNavigator] = {}
 
-    def nav(self, scene_id: str) -> GridNavigator:
-        if scene_id not in self._navs:
-            self._navs[scene_id] = GridNavigator(load_scene(self.root / scene_id))
-        return self._navs[scene_id]
+    def nav(self, scene_file: str) -> GridNavigator:
+        if scene_file not in self._navs:
+            self._navs[scene_file] = GridNavigator(load_scene(self.root / scene_file))
+        return self._navs[scene_file]
 
     def score(self, record: dict[str, Any]) -> Score:
         ep = self.episodes[record["episode_id"]]
         labels = ep["info"]["condvln"]
-        nav = self.nav(ep["scene_id"])
+        nav = self.nav(labels["scene_file"])
         positions = np.asarray(record["positions"])
 
         def dist(points: np.ndarray, goal: list[float]) -> np.ndarray:

@@ -121,9 +121,10 @@ def _wrong_branch_paths(dataset: Path, episodes: list[Episode]) -> dict[int, lis
     for ep in episodes:
         labels = ep["info"]["condvln"]
         gold, radius = ep["goals"][0]["position"], ep["goals"][0]["radius"]
-        if ep["scene_id"] not in navs:
-            navs[ep["scene_id"]] = GridNavigator(load_scene(dataset / ep["scene_id"]))
-        nav = navs[ep["scene_id"]]
+        scene_file = labels["scene_file"]
+        if scene_file not in navs:
+            navs[scene_file] = GridNavigator(load_scene(dataset / scene_file))
+        nav = navs[scene_file]
         leaves = [
             (nav.distance(b["position"], gold) or 0.0, b["position"])
             for i, b in enumerate(labels["branch_goals"])

@@ -35,7 +35,7 @@ import orjson
 
 from condvln import __version__
 from condvln.agents.base import EpisodeView, agent_factory, instruction_source
-from condvln.dataset.vlnce import load_split, split_path
+from condvln.dataset.vlnce import load_scene_index, load_split, scene_json_path, split_path
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.frames import quaternion_to_yaw
 from condvln.io import atomic_write_bytes, dumps_json, read_json
@@ -138,9 +138,11 @@ def episode_specs(
     episodes = load_split(dataset_dir, split)["episodes"][:limit]
     answers_file = split_path(dataset_dir, split, "_answers")
     answers = read_json(answers_file, FormatError) if answers_file.is_file() else {}
+    index = load_scene_index(dataset_dir)
     specs = []
     for ep in episodes:
         info = _condvln_info(ep, answers)
+        scene_file = scene_json_path(dataset_dir, {**ep, "info": {"condvln": info}}, index)
         text = ep["instruction"]["instruction_text"]
         if source == "oracle":
             text = info.get("oracle_instruction")
@@ -149,7 +151,7 @@ def episode_specs(
         specs.append(
             EpisodeSpec(
                 episode_id=ep["episode_id"],
-                scene_id=ep["scene_id"],
+                scene_id=scene_file.relative_to(dataset_dir.resolve()).as_posix(),
                 start_position=tuple(float(c) for c in ep["start_position"]),  # type: ignore[arg-type]
                 start_yaw=quaternion_to_yaw(ep["start_rotation"]),
                 instruction=text,

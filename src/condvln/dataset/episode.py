@@ -46,6 +46,10 @@ TEST_EPISODE_KEYS = (
 )
 """Keys of a test episode (VLN-CE's test split hides goals, reference path and info)."""
 
+OPTIONAL_EPISODE_KEYS = ("scene_dataset_config",)
+"""habitat-lab ``Episode`` fields written only when a scene needs them (ReplicaCAD: its scene
+dataset config); habitat-lab ≥ 0.2 reads them, VLN-CE's habitat-lab 0.1.7 does not know them."""
+
 INSTRUCTION_KEYS = ("instruction_text", "instruction_tokens")
 """Keys of ``instruction``: habitat-lab ``InstructionData`` accepts exactly these."""
 
@@ -98,7 +102,8 @@ def build_episode(
     nav: GridNavigator,
     rng: np.random.Generator,
     *,
-    scene_file: str,
+    scene_id: str,
+    scene_dataset_config: str | None = None,
     radius: float,
     extras: dict[str, Any],
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -145,7 +150,8 @@ def build_episode(
     }
     episode = {
         "trajectory_id": None,
-        "scene_id": scene_file,
+        "scene_id": scene_id,
+        "scene_dataset_config": scene_dataset_config,
         "start_position": list(inst.start),
         "start_rotation": list(yaw_to_quaternion(yaw)),
         "info": {"geodesic_distance": float(geodesic), "condvln": condvln},

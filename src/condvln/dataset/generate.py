@@ -21,10 +21,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from condvln import __version__
 from condvln.dataset.card import dataset_card, dataset_stats
-from condvln.dataset.episode import EPISODE_KEYS, TEST_EPISODE_KEYS, build_episode
-from condvln.dataset.vlnce import SPLITS, build_vocab, dump_gz, encode, split_path
+from condvln.dataset.episode import (
+    EPISODE_KEYS,
+    OPTIONAL_EPISODE_KEYS,
+    TEST_EPISODE_KEYS,
+    build_episode,
+)
+from condvln.dataset.vlnce import SCENE_INDEX, SPLITS, build_vocab, dump_gz, encode, split_path
 from condvln.errors import ConfigError
 from condvln.graph import RelationConfig
+from condvln.habitat.layout import composed_scene_files, habitat_scene
+from condvln.habitat.semantics import DATASET_CONFIG, dataset_config
 from condvln.io import atomic_directory
 from condvln.nav import GridNavigator
 from condvln.scene.serialize import scene_to_json
@@ -76,6 +83,8 @@ class SceneEpisodes:
 
     scene_file: str
     scene_json: bytes
+    habitat_scene_id: str
+    assets: dict[str, bytes]
     records: list[tuple[dict[str, Any], dict[str, Any], Instance]]
     rejections: Counter[str]
 
@@ -104,17 +113,28 @@ def _episodes_for_scene(
         "condvln_version": __version__,
     }
     file_name = scene_file_name(scene.id)
+    habitat = habitat_scene(scene, file_name)
+    extras["scene_file"] = file_name
     records, rejections = [], Counter()
     for inst in instances:
         try:
             episode, gt = build_episode(
-                inst, nav, rng, scene_file=file_name, radius=radius, extras=extras
+                inst,
+                nav,
+                rng,
+                scene_id=habitat.scene_id,
+                scene_dataset_config=habitat.scene_dataset_config,
+                radius=radius,
+                extras=extras,
             )
         except Rejected as exc:
             rejections[exc.reason] += 1
             continue
         records.append((episode, gt, inst))
-    return SceneEpisodes(file_name, scene_to_json(scene), records, rejections)
+    assets = composed_scene_files(scene, file_name) if habitat.composed else {}
+    return SceneEpisodes(
+        file_name, scene_to_json(scene), habitat.scene_id, assets, records, rejections
+    )
 
 
 def _assign_splits(n_scenes: int, config: GenerateConfig) -> dict[int, str]:
@@ -204,12 +224,27 @@ def _write(
         for scene in built:
             (tmp / scene.scene_file).parent.mkdir(parents=True, exist_ok=True)
             (tmp / scene.scene_file).write_bytes(scene.scene_json)
+            for relative, data in scene.assets.items():
+                (tmp / relative).write_bytes(data)
+        _write_habitat_index(tmp, built)
         for split in SPLITS:  # every split, even an empty one, so loaders find them all
             _write_split(tmp, split, splits.get(split, []), vocab, index)
         stats = dataset_stats(splits, rejections, synth, config, vocab)
         (tmp / "stats.json").write_bytes(orjson.dumps(stats, option=orjson.OPT_INDENT_2))
         (tmp / "README.md").write_text(dataset_card(stats))
     return stats
+
+
+def _write_habitat_index(root: Path, built: list[SceneEpisodes]) -> None:
+    """``scenes/index.json`` (scene_id → scene JSON) and, when meshes were composed, the
+    dataset's habitat-sim scene dataset config."""
+    index = {scene.habitat_scene_id: scene.scene_file for scene in built}
+    (root / SCENE_INDEX).parent.mkdir(parents=True, exist_ok=True)
+    (root / SCENE_INDEX).write_bytes(orjson.dumps(index, option=orjson.OPT_INDENT_2))
+    composed = [Path(s.scene_file).stem for s in built if s.assets]
+    if composed:
+        config = orjson.dumps(dataset_config(composed), option=orjson.OPT_INDENT_2)
+        (root / DATASET_CONFIG).write_bytes(config)
 
 
 def _write_split(
@@ -228,6 +263,7 @@ def _write_split(
             **{k: v for k, v in episode.items() if k != "trajectory_id"},
             "instruction": {"instruction_text": text, "instruction_tokens": encode(text, index)},
         }
+        habitat_extra = {k: full[k] for k in OPTIONAL_EPISODE_KEYS if full.get(k) is not None}
         full = {k: full[k] for k in EPISODE_KEYS}
         if split == "test":
             answers[str(number)] = {k: full[k] for k in ("goals", "reference_path", "info")}
@@ -235,7 +271,7 @@ def _write_split(
             full = {k: full[k] for k in TEST_EPISODE_KEYS}
         else:
             gt[str(number)] = actions
-        episodes.append(full)
+        episodes.append(full | habitat_extra)
     doc = {"episodes": episodes, "instruction_vocab": {"word_list": vocab}}
     dump_gz(split_path(root, split), doc)
     if split == "test":

@@ -19,8 +19,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from condvln.dataset.episode import EPISODE_KEYS, INSTRUCTION_KEYS, TEST_EPISODE_KEYS
-from condvln.dataset.vlnce import available_splits, encode, load_split, split_path
+from condvln.dataset.episode import (
+    EPISODE_KEYS,
+    INSTRUCTION_KEYS,
+    OPTIONAL_EPISODE_KEYS,
+    TEST_EPISODE_KEYS,
+)
+from condvln.dataset.vlnce import (
+    available_splits,
+    encode,
+    load_scene_index,
+    load_split,
+    scene_json_path,
+    split_path,
+)
 from condvln.errors import CondVLNError, FormatError
 from condvln.graph import RelationConfig
 from condvln.io import read_json
@@ -68,13 +80,17 @@ class _SceneCache:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._items: dict[str, tuple[Scene, GridNavigator]] = {}
+        self._index: dict[str, str] | None = None
+        self._items: dict[Path, tuple[Scene, GridNavigator]] = {}
 
-    def get(self, scene_id: str) -> tuple[Scene, GridNavigator]:
-        if scene_id not in self._items:
-            scene = load_scene(self.root / scene_id)
-            self._items[scene_id] = (scene, GridNavigator(scene))
-        return self._items[scene_id]
+    def get(self, ep: dict[str, Any]) -> tuple[Scene, GridNavigator]:
+        if self._index is None:
+            self._index = load_scene_index(self.root)
+        path = scene_json_path(self.root, ep, self._index)
+        if path not in self._items:
+            scene = load_scene(path)
+            self._items[path] = (scene, GridNavigator(scene))
+        return self._items[path]
 
 
 def _near(a: Any, b: Any, tol: float = POSITION_TOLERANCE) -> bool:
@@ -86,7 +102,11 @@ def _near(a: Any, b: Any, tol: float = POSITION_TOLERANCE) -> bool:
 def _check_schema(ep: dict[str, Any], test: bool) -> list[tuple[str, str]]:
     keys = TEST_EPISODE_KEYS if test else EPISODE_KEYS
     problems = [(k, "missing") for k in keys if k not in ep]
-    problems += [(k, "not a habitat-lab VLNEpisode field") for k in ep if k not in keys]
+    problems += [
+        (k, "not a habitat-lab VLNEpisode field")
+        for k in ep
+        if k not in keys and k not in OPTIONAL_EPISODE_KEYS
+    ]
     instruction = ep.get("instruction")
     if isinstance(instruction, dict):
         problems += [
@@ -110,7 +130,7 @@ def _check_tokens(ep: dict[str, Any], vocab: list[str]) -> list[tuple[str, str]]
 
 def _check_labels(ep: dict[str, Any], scenes: _SceneCache) -> list[tuple[str, str]]:
     info = ep["info"]["condvln"]
-    scene, nav = scenes.get(ep["scene_id"])
+    scene, nav = scenes.get(ep)
     program = program_from_dict(info["program"])
     config = RelationConfig(**info["config"]["relations"])
     labels = {

@@ -74,3 +74,44 @@ def load_split(root: str | os.PathLike[str], split: str) -> dict[str, Any]:
 def available_splits(root: str | os.PathLike[str]) -> list[str]:
     """The splits present in a dataset folder, in canonical order."""
     return [s for s in SPLITS if split_path(root, s).is_file()]
+
+
+SCENE_INDEX = "scenes/index.json"
+"""Dataset file mapping each episode ``scene_id`` to its CondVLN scene JSON (dataset-relative)."""
+
+
+def load_scene_index(root: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``scene_id`` → scene JSON map of a dataset (empty for datasets written before it)."""
+    path = Path(root) / SCENE_INDEX
+    if not path.is_file():
+        return {}
+    index = read_json(path, FormatError)
+    if not isinstance(index, dict) or not all(isinstance(v, str) for v in index.values()):
+        raise FormatError("must map scene ids to scene files", file=str(path))
+    return index
+
+
+def scene_json_path(
+    root: str | os.PathLike[str], episode: dict[str, Any], index: dict[str, str]
+) -> Path:
+    """The CondVLN scene JSON of ``episode``: ``info.condvln.scene_file``, else the index entry
+    of its ``scene_id``, else ``scene_id`` itself (datasets written before habitat scene ids).
+
+    Raises:
+        FormatError: When the path leaves the dataset folder.
+    """
+    info = episode.get("info")
+    condvln = info.get("condvln") if isinstance(info, dict) else None
+    relative = condvln.get("scene_file") if isinstance(condvln, dict) else None
+    if not isinstance(relative, str):
+        scene_id = str(episode.get("scene_id"))
+        relative = index.get(scene_id, scene_id)
+    base = Path(root).resolve()
+    path = (base / relative).resolve()
+    if not path.is_relative_to(base):
+        raise FormatError(
+            "scene file is outside the dataset folder",
+            record=f"episode {episode.get('episode_id')}",
+            field="info.condvln.scene_file",
+        )
+    return path

@@ -53,7 +53,13 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from condvln import __version__
-from condvln.dataset.vlnce import available_splits, load_split, split_path
+from condvln.dataset.vlnce import (
+    available_splits,
+    load_scene_index,
+    load_split,
+    scene_json_path,
+    split_path,
+)
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants, pair_consistency
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
@@ -239,11 +245,13 @@ def score_split(
     Episodes are scored scene by scene, so one navigator is alive at a time.
     """
     records: list[Record | None] = [None] * len(episodes)
-    order = sorted(range(len(episodes)), key=lambda i: episodes[i]["scene_id"])
-    for scene_id, group in itertools.groupby(order, key=lambda i: episodes[i]["scene_id"]):
+    index = load_scene_index(dataset_dir)
+    files = [scene_json_path(dataset_dir, dict(ep), index) for ep in episodes]
+    order = sorted(range(len(episodes)), key=lambda i: files[i])
+    for scene_file, group in itertools.groupby(order, key=lambda i: files[i]):
         indices = list(group)
         todo = [i for i in indices if episodes[i]["episode_id"] in predictions]
-        geodesic = SceneGeodesic(dataset_dir / scene_id) if todo else None
+        geodesic = SceneGeodesic(scene_file) if todo else None
         for i in indices:
             try:
                 records[i] = _score_one(episodes[i], predictions, geodesic, split, options)
