@@ -12,8 +12,9 @@ only in what they read off the hit:
 * ``depth``: z-depth along the optical axis (what habitat's depth sensor gives), computed exactly
   on the hit triangle's plane in float64, clipped to ``[min_depth, max_depth]`` and optionally
   normalised (float32 H×W×1; a ray that hits nothing reads 0 before clipping, as in habitat);
-* ``semantic``: the hit instance's semantic id (int32 H×W×1, :data:`BACKGROUND` where nothing
-  is hit); :class:`SemanticTable` maps ids to our object ids, categories and kinds.
+* ``semantic``: the hit instance's ``instance_id`` (int32 H×W×1, the ids of the habitat export's
+  semantic annotations; :data:`BACKGROUND` where nothing is hit); :class:`SemanticTable` maps
+  ids to our object ids, categories and kinds.
 
 **Camera.** A pinhole with square pixels: focal length ``(W / 2) / tan(hfov / 2)``, principal
 point at the image centre, pixel centres at half-integers; image row 0 is the top. The camera
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from condvln.scene.mesh import SceneMesh
 
 BACKGROUND = 0
-"""Semantic id of pixels whose ray hits nothing."""
+"""Semantic id of pixels whose ray hits nothing (mesh instance ids start at 1)."""
 
 LIGHT = (0.35, 0.8, 0.48)
 """Direction towards the (directional) light used for RGB shading."""
@@ -138,17 +139,14 @@ class Renderer:
             )
         instances = scene_mesh.instances
         ids = np.array([inst.instance_id for inst in instances], dtype=np.int64)
-        self._shift = 1 if ids.size and ids.min() <= BACKGROUND else 0
-        size = int(ids.max()) + self._shift + 1 if ids.size else 1
+        size = int(ids.max()) + 1 if ids.size else 1
         object_ids, categories, kinds = [""] * size, [""] * size, ["background"] * size
         for inst in instances:
-            object_ids[inst.instance_id + self._shift] = inst.object_id
-            categories[inst.instance_id + self._shift] = inst.category
-            kinds[inst.instance_id + self._shift] = inst.kind
+            object_ids[inst.instance_id] = inst.object_id
+            categories[inst.instance_id] = inst.category
+            kinds[inst.instance_id] = inst.kind
         self.table = SemanticTable(tuple(object_ids), tuple(categories), tuple(kinds))
-        order = np.argsort(ids)
-        face_instance = np.asarray(scene_mesh.face_instance, dtype=np.int64)
-        slot = order[np.searchsorted(ids, face_instance, sorter=order)]
+        slot = np.asarray(scene_mesh.face_instance, dtype=np.intp)  # index into instances
         colours = np.array([inst.color for inst in instances], dtype=np.float64).reshape(-1, 3)
         light = np.asarray(LIGHT) / np.linalg.norm(LIGHT)
         normals = np.asarray(mesh.face_normals, dtype=np.float64).reshape(-1, 3)
@@ -158,12 +156,8 @@ class Renderer:
         face_rgb = np.clip(np.rint(colours[slot] * shade[:, None]), 0, 255)
         # a last row for "no hit": face index -1 reads black / background
         self._face_rgb = np.vstack([face_rgb, np.zeros((1, 3))]).astype(np.uint8)
-        self._face_semantic = np.append(ids[slot] + self._shift, BACKGROUND).astype(np.int32)
+        self._face_semantic = np.append(ids[slot], BACKGROUND).astype(np.int32)
         self._rays: dict[tuple[int, int, float], np.ndarray] = {}
-
-    def semantic_id(self, instance_id: int) -> int:
-        """The semantic pixel value of a mesh instance."""
-        return instance_id + self._shift
 
     def _camera_rays(self, camera: CameraConfig) -> np.ndarray:
         key = (camera.width, camera.height, camera.hfov)
