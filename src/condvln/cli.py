@@ -394,6 +394,17 @@ def run_command(
         float, typer.Option(help="Perception noise: spurious detections per step.")
     ] = 0.0,
     map_access: Annotated[bool, typer.Option(help="Give the agent the navigable map.")] = True,
+    sensor: Annotated[
+        list[str] | None,
+        typer.Option(help="Pixel sensor rendered every step: rgb, depth, semantic (repeatable)."),
+    ] = None,
+    detections: Annotated[
+        bool, typer.Option(help="Give the symbolic detections (off: perceive from pixels only).")
+    ] = True,
+    record: Annotated[
+        int, typer.Option(help="Write a video of each of the first N episodes into OUT/videos.")
+    ] = 0,
+    record_format: Annotated[str, typer.Option(help="Video format: mp4 or gif.")] = "mp4",
     workers: WorkersOption = None,
     quiet: QuietOption = False,
 ) -> None:
@@ -407,6 +418,8 @@ def run_command(
         "confusion_rate": confusion_rate,
         "false_detection_rate": false_detection_rate,
         "map_access": map_access,
+        "sensors": sensor or [],
+        "detections": detections,
     }
     with _MultiProgress(quiet) as bars:
         summary = run_agent(
@@ -419,6 +432,8 @@ def run_command(
             workers=workers or default_workers(),
             limit=limit,
             progress=_done_total(bars, f"{agent} on {split}"),
+            videos=record,
+            video_format=record_format,
         )
     console.print(
         f"wrote {out}: {summary.ran} episodes run, {summary.skipped} resumed, "

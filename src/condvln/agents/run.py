@@ -10,6 +10,8 @@ and records every episode. A run folder holds::
                          "actions", "stop", "steps", "agent"}; len(positions) == len(actions) + 1
     predictions.json     VLN-CE leaderboard form {"<episode_id>": [{"position", "heading",
                          "stop"}, ...]}
+    videos/              with ``record=N``: ``episode_<id>.mp4`` (or ``.gif``) of the first N
+                         episodes of the split (:mod:`condvln.sim.video`)
 
 Episodes run in parallel (processes; tasks are chunks of episodes of one scene, so a worker
 loads a scene and builds its navigator once). Every episode's seeds come from ``(seed,
@@ -330,6 +332,51 @@ def _finalise(out_dir: Path) -> None:
     atomic_write_bytes(out_dir / PREDICTIONS, dumps_json(predictions(records)))
 
 
+def _check_video_format(video_format: str) -> None:
+    if video_format not in ("mp4", "gif"):
+        raise ConfigError(f"video format must be 'mp4' or 'gif', got {video_format!r}")
+
+
+def record_videos(
+    dataset_dir: Path,
+    out_dir: Path,
+    specs: list[EpisodeSpec],
+    protocol: ObservationProtocol,
+    video_format: str = "mp4",
+) -> list[Path]:
+    """Write ``videos/episode_<id>.<format>`` for the ``specs`` episodes of a finished run.
+
+    Frames are re-rendered from the recorded poses with the protocol's RGB camera, so videos
+    need no sensor in the protocol and do not change the run.
+    """
+    from condvln.nav import GridNavigator
+    from condvln.scene.mesh import compose_scene_mesh
+    from condvln.sim.render import Renderer
+    from condvln.sim.video import episode_frames, write_video
+
+    _check_video_format(video_format)
+    records = {str(r["episode_id"]): r for r in read_trajectories(out_dir / TRAJECTORIES)}
+    written = []
+    scenes: dict[str, tuple[GridNavigator, Renderer]] = {}
+    for spec in specs:
+        if spec.scene_id not in scenes:
+            scene = load_scene(dataset_dir / spec.scene_id)
+            scenes = {spec.scene_id: (GridNavigator(scene), Renderer(compose_scene_mesh(scene)))}
+        navigator, renderer = scenes[spec.scene_id]
+        record = records[str(spec.episode_id)]
+        frames = episode_frames(
+            renderer,
+            navigator,
+            protocol.rgb,
+            record["positions"],
+            record["headings"],
+            spec.instruction,
+        )
+        path = out_dir / "videos" / f"episode_{spec.episode_id}.{video_format}"
+        written.append(write_video(frames, path))
+    return written
+
+
 def run_agent(
     agent_name: str,
     dataset_dir: str | Path,
@@ -342,6 +389,8 @@ def run_agent(
     resume: bool = True,
     limit: int | None = None,
     progress: Progress | None = None,
+    videos: int = 0,
+    video_format: str = "mp4",
 ) -> RunSummary:
     """Run ``agent_name`` on ``split`` of the dataset at ``dataset_dir`` into ``out_dir``.
 
@@ -356,15 +405,19 @@ def run_agent(
         resume: Skip episodes already in ``out_dir``; ``False`` starts over.
         limit: Run only the first ``limit`` episodes of the split.
         progress: Called as ``progress(done, total)`` after each episode.
+        videos: Write a video of each of the first ``videos`` episodes into ``videos/``.
+        video_format: ``"mp4"`` or ``"gif"``.
 
     Returns:
         The :class:`RunSummary`.
 
     Raises:
-        ConfigError: Unknown agent, invalid protocol, or a resume whose settings differ.
+        ConfigError: Unknown agent, invalid protocol, a resume whose settings differ, or an
+            unknown video format.
         FormatError: Unreadable dataset files.
     """
     started = time.perf_counter()
+    _check_video_format(video_format)
     dataset_dir, out_dir = Path(dataset_dir).resolve(), Path(out_dir)
     proto = parse_protocol(protocol)
     source = instruction_source(agent_factory(agent_name)())
@@ -406,6 +459,8 @@ def run_agent(
             if progress is not None:
                 progress(count, len(specs))
     _finalise(out_dir)
+    if videos > 0:
+        record_videos(dataset_dir, out_dir, specs[:videos], proto, video_format)
     return RunSummary(
         out_dir=out_dir,
         agent=agent_name,
