@@ -46,6 +46,10 @@ class RunSpec:
     protocol: dict[str, Any] = field(default_factory=dict)
 
 
+PIXELS = {"sensors": ["depth", "semantic"], "detections": False}
+"""Protocol of the pixel-perception rows: rendered depth + semantic images, no symbolic
+detections."""
+
 RUNS = (
     RunSpec("random", "random"),
     RunSpec("goal_only", "goal_only"),
@@ -55,6 +59,14 @@ RUNS = (
     RunSpec("oracle_linear", "oracle_linear"),
 )
 """The baselines, from the weakest reference to the paper's oracle."""
+
+PIXEL_RUNS = (
+    RunSpec("neurosymbolic_pixels", "neurosymbolic_pixels", PIXELS),
+    RunSpec("neurosymbolic_pixels+noise", "neurosymbolic_pixels_noisy", PIXELS),
+)
+"""The neurosymbolic agent perceiving from pixels, clean and with pixel noise. They render
+256×256 depth + semantic images at every step (≈ 10× the time of a symbolic row), so they run
+with ``full=True`` or ``pixels=True`` only."""
 
 
 def _dataset(out: Path, config: GenerateConfig, workers: int, progress: Progress | None) -> Path:
@@ -94,7 +106,8 @@ def run_benchmark(
     full: bool = False,
     split: str = "val_unseen",
     workers: int = 1,
-    runs: tuple[RunSpec, ...] = RUNS,
+    runs: tuple[RunSpec, ...] | None = None,
+    pixels: bool = False,
     config: GenerateConfig | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
@@ -105,7 +118,9 @@ def run_benchmark(
         full: Use the paper-scale dataset instead of the small default.
         split: Split the agents are run and scored on.
         workers: Worker processes for generation and for the agent runs.
-        runs: The rows of the benchmark.
+        runs: The rows of the benchmark (default: :data:`RUNS`, plus :data:`PIXEL_RUNS` with
+            ``full`` or ``pixels``).
+        pixels: Add the pixel-perception rows to the default rows.
         config: Dataset configuration (overrides ``full``; for custom or test runs).
         progress: ``progress(label, total)`` returning an ``advance()`` callback.
     """
@@ -114,6 +129,8 @@ def run_benchmark(
     from condvln.evaluation.tables import table2, table3
 
     out = Path(out)
+    if runs is None:
+        runs = RUNS + PIXEL_RUNS if full or pixels else RUNS
     config = config or (GenerateConfig() if full else SMALL)
     dataset = _dataset(out, config, workers, progress)
     records: dict[str, list[dict[str, Any]]] = {}

@@ -476,6 +476,10 @@ def benchmark_command(
         typer.Option(help="Instructions sampled per house (default 50; 75 with --full)."),
     ] = None,
     split: Annotated[str, typer.Option(help="Split the agents are scored on.")] = "val_unseen",
+    pixels: Annotated[
+        bool,
+        typer.Option(help="Add the pixel-perception rows (always on with --full; slow)."),
+    ] = False,
     workers: WorkersOption = None,
     quiet: QuietOption = False,
 ) -> None:
@@ -492,6 +496,8 @@ def benchmark_command(
             out,
             config=config,
             split=split,
+            full=full,
+            pixels=pixels,
             workers=workers or default_workers(),
             progress=bars.add,
         )
