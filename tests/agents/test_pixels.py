@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
+from typer.testing import CliRunner
 
 from condvln.agents.pixels import PIXEL_PROTOCOL, PixelNoise, pixel_detections
 from condvln.agents.run import run_agent
+from condvln.cli import app
 from condvln.errors import ConfigError
 from condvln.scene.model import Room, Scene, SceneObject
 from condvln.sim import Simulator
@@ -99,17 +101,20 @@ def test_pixel_agent_runs_without_symbolic_detections(dataset: Path, tmp_path: P
     with pytest.raises(ConfigError, match="needs the 'depth' and 'semantic' sensors"):
         run_agent("neurosymbolic_pixels", dataset, "train", tmp_path / "bad", limit=1)
     out = tmp_path / "px"
-    summary = run_agent(
-        "neurosymbolic_pixels", dataset, "train", out, protocol=PIXEL_PROTOCOL, limit=3
-    )
-    assert summary.ran == 3
+    # the README's command line
+    result = CliRunner().invoke(
+        app,
+        ["run", "--agent", "neurosymbolic_pixels", "--dataset", str(dataset), "--split", "train",
+         "--out", str(out), "--sensor", "depth", "--sensor", "semantic", "--no-detections",
+         "--limit", "3", "--workers", "1", "--quiet"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
     manifest = orjson.loads((out / "manifest.json").read_bytes())
-    assert manifest["protocol"]["sensors"] == ["depth", "semantic"]
+    assert manifest["protocol"]["sensors"] == list(PIXEL_PROTOCOL["sensors"])
     assert manifest["protocol"]["detections"] is False
     assert manifest["protocol"]["depth"]["width"] == 256
-    records = [
-        orjson.loads(line) for line in (out / "trajectories.jsonl").read_bytes().splitlines()
-    ]
-    assert all(r["stop"] for r in records)
+    lines = (out / "trajectories.jsonl").read_bytes().splitlines()
+    records = [orjson.loads(line) for line in lines]
+    assert len(records) == 3 and all(r["stop"] for r in records)
     # the agent moved: it explored and navigated from pixels alone
     assert all(len({tuple(p) for p in r["positions"]}) > 5 for r in records)

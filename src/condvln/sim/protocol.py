@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from condvln.errors import ConfigError
 from condvln.io import dumps_json
@@ -158,11 +158,12 @@ class ObservationProtocol(BaseModel):
     depth: DepthConfig = DepthConfig()
     semantic: SemanticConfig = SemanticConfig()
 
-    @model_validator(mode="after")
-    def _unique_sensors(self) -> ObservationProtocol:
-        if len(set(self.sensors)) != len(self.sensors):
-            raise ValueError(f"sensors listed twice: {list(self.sensors)}")
-        return self
+    @field_validator("sensors")
+    @classmethod
+    def _unique_sensors(cls, sensors: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(sensors)) != len(sensors):
+            raise ValueError(f"a sensor is listed twice: {list(sensors)}")
+        return sensors
 
     @property
     def half_fov(self) -> float:
@@ -193,8 +194,9 @@ def parse_protocol(data: Mapping[str, Any] | ObservationProtocol | None) -> Obse
         return ObservationProtocol.model_validate(dict(data))
     except pydantic.ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"invalid observation protocol: {where}: {err['msg']}") from None
+        where = ".".join(str(p) for p in err["loc"]) or "protocol"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"invalid observation protocol: {where}: {message}") from None
 
 
 @dataclass(frozen=True, slots=True)
