@@ -31,7 +31,7 @@ from condvln.agents.skills import Memory, Remembered
 from condvln.errors import ConfigError
 from condvln.sim.mapview import MapView
 from condvln.sim.protocol import DepthConfig, Observation, Vec3
-from condvln.sim.render import SemanticTable, camera_pose, camera_rays
+from condvln.sim.render import SemanticTable, camera_origin, camera_rays, rotate_yaw
 
 
 class PixelNoise(BaseModel):
@@ -140,10 +140,9 @@ def pixel_detections(
     if noise.depth_noise > 0:
         assert rng is not None
         z = z * (1.0 + noise.depth_noise * rng.standard_normal(z.size))
-    origin, rotation = camera_pose(position, yaw, camera)
-    points = origin + (camera_rays(camera.width, camera.height, camera.hfov)[flat] * z[:, None]) @ (
-        rotation.T
-    )
+    origin = camera_origin(position, yaw, camera)
+    rays = camera_rays(camera.width, camera.height, camera.hfov)[flat]
+    points = origin + rotate_yaw(rays * z[:, None], yaw)
     ids = labels.ravel()[flat]
     order = np.argsort(ids, kind="stable")
     ids, points = ids[order], points[order]

@@ -98,23 +98,28 @@ def camera_rays(width: int, height: int, hfov: float) -> np.ndarray:
     return np.column_stack([x.ravel(), y.ravel(), np.full(x.size, -1.0)])
 
 
-def yaw_matrix(yaw: float) -> np.ndarray:
-    """Rotation about +Y by ``yaw`` (counter-clockwise seen from above; −Z turns to −X).
+def rotate_yaw(vectors: np.ndarray, yaw: float, dtype: type = np.float64) -> np.ndarray:
+    """``vectors`` ``(N, 3)`` rotated about +Y by ``yaw`` (counter-clockwise seen from above).
 
-    >>> np.round(yaw_matrix(math.pi / 2) @ [0.0, 0.0, -1.0], 12).tolist()
-    [-1.0, 0.0, -0.0]
+    Element-wise on purpose: a BLAS matrix product would start threads that compete with the
+    renderer for the core.
+
+    >>> np.round(rotate_yaw(np.array([[0.0, 0.0, -1.0]]), math.pi / 2), 12).tolist()
+    [[-1.0, 0.0, -0.0]]
     """
     c, s = math.cos(yaw), math.sin(yaw)
-    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    out = np.empty(vectors.shape, dtype=dtype)
+    x, z = vectors[:, 0], vectors[:, 2]
+    out[:, 0] = c * x + s * z
+    out[:, 1] = vectors[:, 1]
+    out[:, 2] = c * z - s * x
+    return out
 
 
-def camera_pose(
-    position: Sequence[float], yaw: float, camera: CameraConfig
-) -> tuple[np.ndarray, np.ndarray]:
-    """World origin of the camera and its rotation (camera frame → world)."""
-    rotation = yaw_matrix(yaw)
-    origin = np.asarray(position, dtype=np.float64) + rotation @ np.asarray(camera.position)
-    return origin, rotation
+def camera_origin(position: Sequence[float], yaw: float, camera: CameraConfig) -> np.ndarray:
+    """World position of the camera: the agent's base plus its offset turned by the heading."""
+    offset = rotate_yaw(np.asarray([camera.position], dtype=np.float64), yaw)[0]
+    return np.asarray(position, dtype=np.float64) + offset
 
 
 class Renderer:
@@ -172,9 +177,9 @@ class Renderer:
         triangle's plane in float64. Ray directions keep a camera-frame z component of −1, so
         the ray parameter of the hit is the z-depth itself.
         """
-        origin, rotation = camera_pose(position, yaw, camera)
+        origin = camera_origin(position, yaw, camera)
         rays = self._camera_rays(camera)
-        directions = (rays @ rotation.T).astype(np.float32)
+        directions = rotate_yaw(rays, yaw, np.float32)
         origins = np.empty_like(directions)
         origins[:] = origin - self._frame
         face = np.asarray(self._scene.run(origins, directions), dtype=np.intp)
@@ -182,9 +187,9 @@ class Renderer:
         depth = np.zeros(face.shape, dtype=np.float64)
         if hit.any():
             faces = face[hit]
-            # plane n·p = c of every face, both in the camera frame: depth = (c - n·o) / (n·d)
-            normals = self._normals @ rotation
-            gap = self._offsets - self._normals @ origin
+            # plane n·p = c of every face; depth = (c − n·o) / (n·d), with n in the camera frame
+            normals = rotate_yaw(self._normals, -yaw)
+            gap = self._offsets - np.einsum("ij,j->i", self._normals, origin)
             facing = np.einsum("ij,ij->i", normals[faces], rays[hit])
             facing[np.abs(facing) < 1e-12] = 1e-12
             depth[hit] = np.maximum(gap[faces] / facing, 0.0)
