@@ -183,16 +183,15 @@ class Renderer:
         origins = np.empty_like(directions)
         origins[:] = origin - self._frame
         face = np.asarray(self._scene.run(origins, directions), dtype=np.intp)
-        hit = face >= 0
-        depth = np.zeros(face.shape, dtype=np.float64)
-        if hit.any():
-            faces = face[hit]
-            # plane n·p = c of every face; depth = (c − n·o) / (n·d), with n in the camera frame
-            normals = rotate_yaw(self._normals, -yaw)
-            gap = self._offsets - np.einsum("ij,j->i", self._normals, origin)
-            facing = np.einsum("ij,ij->i", normals[faces], rays[hit])
-            facing[np.abs(facing) < 1e-12] = 1e-12
-            depth[hit] = np.maximum(gap[faces] / facing, 0.0)
+        # plane n·p = c of the hit face: depth = (c − n·o) / (n·d), n turned into the camera
+        # frame (d = (x, y, −1) there); index −1 (no hit) reads an appended face with gap 0
+        normals = rotate_yaw(self._normals, -yaw)
+        gap = np.append(self._offsets - np.einsum("ij,j->i", self._normals, origin), 0.0)
+        nx, ny = np.append(normals[:, 0], 0.0), np.append(normals[:, 1], 0.0)
+        nz = np.append(normals[:, 2], 1.0)
+        facing = nx[face] * rays[:, 0] + ny[face] * rays[:, 1] - nz[face]
+        facing[np.abs(facing) < 1e-12] = -1.0
+        depth = np.maximum(gap[face] / facing, 0.0)
         return Hits(face, depth)
 
     def rgb(self, hits: Hits, camera: CameraConfig) -> np.ndarray:
