@@ -12,6 +12,7 @@ Results folder::
     table2.md|csv            paper Table 2 layout, one row per run
     table3.md|csv            paper Table 3 layout (depth and chain sweeps)
     results.json             the main numbers of every run
+    report.html              the self-contained HTML report (``condvln report``)
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ PIXEL_RUNS = (
     RunSpec("neurosymbolic_pixels+noise", "neurosymbolic_pixels_noisy", PIXELS),
 )
 """The neurosymbolic agent perceiving from pixels, clean and with pixel noise. They render
-256×256 depth + semantic images at every step (≈ 10× the time of a symbolic row), so they run
+256×256 depth + semantic images at every step (≈ 20× the CPU per step of a symbolic row), so they run
 with ``full=True`` or ``pixels=True`` only."""
 
 
@@ -127,6 +128,7 @@ def run_benchmark(
     from condvln.agents.run import run_agent
     from condvln.evaluation.evaluate import evaluate_run
     from condvln.evaluation.tables import table2, table3
+    from condvln.report.html import write_report
 
     out = Path(out)
     if runs is None:
@@ -174,4 +176,5 @@ def run_benchmark(
         "runs": summaries,
     }
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    write_report(out, out / "report.html", progress=progress)
     return {"results": results, "tables": tables, "records": records}

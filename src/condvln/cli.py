@@ -462,6 +462,45 @@ def agents_command() -> None:
         console.print(name)
 
 
+@app.command("viz")
+def viz_command(
+    run: Annotated[Path, typer.Argument(help="Run folder written by `condvln run`.")],
+    episode: Annotated[int, typer.Option("--episode", "-e", help="Episode id.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output PNG file.")],
+    dataset: Annotated[
+        Path | None, typer.Option(help="Dataset folder (default: the run manifest's).")
+    ] = None,
+) -> None:
+    """Draw one episode's map: trajectory, reference path, every branch goal, subgoals."""
+    from condvln.report.viz import outcome_text, viz_episode
+
+    written, figure, path = viz_episode(run, episode, out, dataset_dir=dataset)
+    console.print(f"wrote {written}: {outcome_text(figure, path)}", markup=False)
+
+
+@app.command("report")
+def report_command(
+    results: Annotated[
+        Path, typer.Argument(help="Benchmark folder, or one `condvln evaluate` output folder.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output HTML file.")] = Path(
+        "report.html"
+    ),
+    quiet: QuietOption = False,
+) -> None:
+    """Write one self-contained HTML report: coverage, tables, plots, episode maps."""
+    from condvln.report.html import write_report
+
+    with _MultiProgress(quiet) as bars:
+        summary = write_report(results, out, progress=bars.add)
+    for warning in summary.warnings:
+        console.print(f"warning: {warning}", style="yellow", markup=False)
+    console.print(
+        f"wrote {summary.path} ({summary.size / 1e6:.1f} MB): {summary.runs} runs, "
+        f"{summary.rows} episode rows, {summary.maps} maps over {summary.scenes} scenes"
+    )
+
+
 @app.command("benchmark")
 def benchmark_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")] = Path(
@@ -510,7 +549,8 @@ def benchmark_command(
         _compact(outcome["tables"]["table3"], _TABLE3_COLUMNS, "CSR by depth d and chain ℓ (%)")
     )
     console.print(
-        f"wrote {out}: full tables in table2.md / table3.md (+ .csv), per-run results in eval/"
+        f"wrote {out}: full tables in table2.md / table3.md (+ .csv), per-run results in eval/, "
+        "report.html"
     )
 
 
