@@ -145,7 +145,14 @@ def test_audit_prints_balance_and_rejections(cli) -> None:
 
 def test_benchmark_command_small(cli, tmp_path: Path) -> None:
     out = tmp_path / "bench"
-    result = cli("benchmark", "--out", str(out), "--scenes", "6", "--per-scene", "20", "-q")
+    mine = Path(__file__).parent / "agents" / "data" / "served_agent.py"
+    result = cli(
+        "benchmark", "--out", str(out), "--scenes", "6", "--per-scene", "20", "-q",
+        "--agent", f"{mine}:DetectionAgent", "--agent-arg", "max_steps=30",
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Main results (%)" in result.stdout and "oracle_linear" in result.stdout
     assert (out / "table2.md").is_file() and (out / "table3.csv").is_file()
+    assert "| DetectionAgent |" in (out / "table2.md").read_text()
+    manifest = orjson.loads((out / "runs" / "DetectionAgent" / "manifest.json").read_bytes())
+    assert manifest["agent_args"] == {"max_steps": 30}

@@ -3,6 +3,7 @@
 The default is sized to finish in minutes on a 2-core laptop; ``full=True`` uses the paper-scale
 dataset of ``condvln generate``. Every piece is the same code the individual commands run, so a
 benchmark folder can be re-scored or extended with ``condvln run`` / ``condvln evaluate``.
+Users' agents join every table as extra rows (:func:`user_runs`, ``--agent SPEC``).
 
 Results folder::
 
@@ -17,7 +18,8 @@ Results folder::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,11 +42,12 @@ NOISE = {"miss_rate": 0.3, "confusion_rate": 0.1, "false_detection_rate": 0.05}
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One row of the benchmark: a name, an agent and its observation protocol overrides."""
+    """One row of the benchmark: a name, an agent, its protocol overrides and constructor args."""
 
     name: str
     agent: str
     protocol: dict[str, Any] = field(default_factory=dict)
+    agent_args: dict[str, Any] = field(default_factory=dict)
 
 
 PIXELS = {"sensors": ["depth", "semantic"], "detections": False}
@@ -68,6 +71,28 @@ PIXEL_RUNS = (
 """The neurosymbolic agent perceiving from pixels, clean and with pixel noise. They render
 256×256 depth + semantic images at every step (≈ 20× the CPU per step of a symbolic row), so they run
 with ``full=True`` or ``pixels=True`` only."""
+
+
+def user_runs(
+    agents: Iterable[str], agent_args: Mapping[str, Any] | None = None
+) -> tuple[RunSpec, ...]:
+    """Benchmark rows for users' agents (``condvln benchmark --agent SPEC``), named by class.
+
+    >>> [r.name for r in user_runs(["my_agents:Mine", "x/y.py:Mine", "http://127.0.0.1:8000"])]
+    ['Mine', 'Mine-2', '127.0.0.1-8000']
+    """
+    rows: list[RunSpec] = []
+    taken = {r.name for r in RUNS}
+    for agent in agents:
+        base = agent.split("//", 1)[1] if "://" in agent else agent.rpartition(":")[2] or agent
+        base = re.sub(r"[^A-Za-z0-9_.+-]+", "-", base).strip("-") or "agent"
+        name, k = base, 1
+        while name in taken:
+            k += 1
+            name = f"{base}-{k}"
+        taken.add(name)
+        rows.append(RunSpec(name, agent, agent_args=dict(agent_args or {})))
+    return tuple(rows)
 
 
 def _dataset(out: Path, config: GenerateConfig, workers: int, progress: Progress | None) -> Path:
@@ -144,6 +169,7 @@ def run_benchmark(
             dataset,
             split,
             run_dir,
+            agent_args=spec.agent_args,
             protocol=spec.protocol,
             workers=workers,
             progress=_episode_progress(progress, f"run {spec.name}"),
@@ -158,7 +184,9 @@ def run_benchmark(
         records[spec.name] = result["records"]
         summaries[spec.name] = {
             "agent": spec.agent,
+            "agent_args": spec.agent_args,
             "protocol": spec.protocol,
+            "agent_failures": summary.failures,
             "episodes": summary.episodes,
             "seconds": round(summary.seconds, 2),
             "metrics": {k: v.get("mean") for k, v in result["metrics"]["metrics"].items()},

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from condvln import __version__
@@ -379,9 +380,24 @@ def evaluate_command(
     console.print(f"wrote {out}")
 
 
+AgentArgOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--agent-arg",
+        help="Agent constructor argument KEY=VALUE, VALUE parsed as JSON (repeatable).",
+    ),
+]
+
+
 @app.command("run")
 def run_command(
-    agent: Annotated[str, typer.Option(help="Agent name (see `condvln agents`) or module:Class.")],
+    agent: Annotated[
+        str,
+        typer.Option(
+            help="Agent: a name (see `condvln agents`), package.module:Class, "
+            "path/to/file.py:Class or http://HOST:PORT (an agent server)."
+        ),
+    ],
     dataset: Annotated[Path, typer.Option(help="Dataset folder written by `condvln generate`.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumed if present).")],
     split: Annotated[str, typer.Option(help="Split to run.")] = "val_unseen",
@@ -405,10 +421,27 @@ def run_command(
         int, typer.Option(help="Write a video of each of the first N episodes into OUT/videos.")
     ] = 0,
     record_format: Annotated[str, typer.Option(help="Video format: mp4 or gif.")] = "mp4",
+    agent_arg: AgentArgOption = None,
+    batch_size: Annotated[
+        int, typer.Option(help="Episodes per worker stepped in lockstep (agents with act_batch).")
+    ] = 1,
+    step_timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds an agent call may take; slower steps end the episode."),
+    ] = None,
+    fail_fast: Annotated[
+        bool, typer.Option(help="Stop at the first episode the agent fails.")
+    ] = False,
     workers: WorkersOption = None,
     quiet: QuietOption = False,
 ) -> None:
-    """Run an agent in the built-in simulator; writes trajectories and VLN-CE predictions."""
+    """Run an agent in the built-in simulator; writes trajectories and VLN-CE predictions.
+
+    An exception in the agent, an invalid action or a step slower than --step-timeout ends
+    that episode (status agent_error / invalid_action / timeout, with a reason); the run goes
+    on and running the command again retries those episodes.
+    """
+    from condvln.agents.base import parse_agent_args
     from condvln.agents.run import run_agent
     from condvln.synth.pipeline import default_workers
 
@@ -427,9 +460,13 @@ def run_command(
             dataset,
             split,
             out,
+            agent_args=parse_agent_args(agent_arg or ()),
             protocol=protocol,
             seed=seed,
             workers=workers or default_workers(),
+            batch_size=batch_size,
+            step_timeout=step_timeout,
+            fail_fast=fail_fast,
             limit=limit,
             progress=_done_total(bars, f"{agent} on {split}"),
             videos=record,
@@ -437,8 +474,16 @@ def run_command(
         )
     console.print(
         f"wrote {out}: {summary.ran} episodes run, {summary.skipped} resumed, "
-        f"{summary.stopped} stopped, {summary.steps} steps in {summary.seconds:.1f} s"
+        f"{summary.stopped} stopped, {summary.steps} steps in {summary.seconds:.1f} s",
+        markup=False,
     )
+    if summary.failures:
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.failures.items()))
+        console.print(
+            f"agent failures: {counts}; first: {summary.first_failure} "
+            "(all reasons in trajectories.jsonl; run again to retry them)",
+            markup=False,
+        )
 
 
 def _done_total(bars: _MultiProgress, label: str) -> Callable[[int, int], None]:
@@ -451,6 +496,47 @@ def _done_total(bars: _MultiProgress, label: str) -> Callable[[int, int], None]:
         bars.progress.update(state["task"], completed=done)
 
     return update
+
+
+@app.command("check-agent")
+def check_agent_command(
+    agent: Annotated[
+        str,
+        typer.Argument(help="Agent spec: name, module:Class, file.py:Class or http://HOST:PORT."),
+    ],
+    dataset: Annotated[
+        Path | None, typer.Option(help="Dataset folder (default: a small generated one).")
+    ] = None,
+    split: Annotated[str, typer.Option(help="Split whose first episodes are used.")] = "train",
+    episodes: Annotated[int, typer.Option(help="Episodes per check run.")] = 3,
+    agent_arg: AgentArgOption = None,
+    step_timeout: Annotated[float, typer.Option(help="Seconds an agent call may take.")] = 30.0,
+) -> None:
+    """Check an agent: interface, valid actions, determinism, no label access (exit 1 on FAIL)."""
+    from condvln.agents.base import parse_agent_args
+    from condvln.agents.check import check_agent
+
+    checks = check_agent(
+        agent,
+        dataset=dataset,
+        split=split,
+        episodes=episodes,
+        agent_args=parse_agent_args(agent_arg or ()),
+        step_timeout=step_timeout,
+    )
+    table = Table(title=f"check-agent {agent}")
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("detail")
+    styles = {"ok": "green", "warn": "yellow", "FAIL": "bold red", "skip": "dim"}
+    for check in checks:
+        table.add_row(check.name, f"[{styles[check.level]}]{check.level}[/]", escape(check.detail))
+    console.print(table)
+    failed = [c.name for c in checks if c.level == "FAIL"]
+    if failed:
+        console.print(f"FAILED: {', '.join(failed)}", markup=False)
+        raise typer.Exit(1)
+    console.print("all checks passed", markup=False)
 
 
 @app.command("agents")
@@ -519,11 +605,21 @@ def benchmark_command(
         bool,
         typer.Option(help="Add the pixel-perception rows (always on with --full; slow)."),
     ] = False,
+    agent: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent",
+            help="Also run this agent (module:Class, file.py:Class or http://HOST:PORT; "
+            "repeatable).",
+        ),
+    ] = None,
+    agent_arg: AgentArgOption = None,
     workers: WorkersOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
-    from condvln.benchmark import SMALL, run_benchmark
+    from condvln.agents.base import parse_agent_args
+    from condvln.benchmark import PIXEL_RUNS, RUNS, SMALL, run_benchmark, user_runs
     from condvln.dataset.generate import GenerateConfig
     from condvln.synth.pipeline import default_workers
 
@@ -538,12 +634,15 @@ def benchmark_command(
             full=full,
             pixels=pixels,
             workers=workers or default_workers(),
+            runs=(RUNS + PIXEL_RUNS if full or pixels else RUNS)
+            + user_runs(agent or (), parse_agent_args(agent_arg or ())),
             progress=bars.add,
         )
     console.print(_compact(outcome["tables"]["table2"], _TABLE2_COLUMNS, "Main results (%)"))
     console.print(
         "BA: branch accuracy (ended nearest the gold branch goal); "
-        "1/n: chance; any: stopped at some branch goal; WB: stopped at a wrong branch's goal"
+        "1/n: chance; any: stopped at some branch goal; WB: stopped at a wrong branch's goal; "
+        "fault: episodes the agent failed (error, invalid action, timeout)"
     )
     console.print(
         _compact(outcome["tables"]["table3"], _TABLE3_COLUMNS, "CSR by depth d and chain ℓ (%)")
@@ -563,6 +662,7 @@ _TABLE2_COLUMNS = {
     "diagnostics chance": "1/n",
     "diagnostics SR-any": "any",
     "diagnostics WB": "WB",
+    "diagnostics fault": "fault",
 }
 _TABLE3_COLUMNS = {
     "base d=1,ℓ=1 CSR": "d1 ℓ1",

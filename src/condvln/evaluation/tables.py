@@ -51,12 +51,14 @@ COLUMN_KEYS = {
     "BA": "branch_correct",
     "chance": "branch_chance",
     "SR-any": "reached_branch_goal",
+    "fault": "agent_fault",
 }
 """Column label → per-episode record key."""
 
-DIAGNOSTIC_COLUMNS = ("BA", "chance", "SR-any", "WB")
+DIAGNOSTIC_COLUMNS = ("BA", "chance", "SR-any", "WB", "fault")
 """Branch accuracy (ended nearest the gold leaf goal), its chance level, success at any branch
-goal (plausible navigation) and the wrong-branch rate."""
+goal (plausible navigation), the wrong-branch rate and the share of episodes the agent failed
+(``agent_error`` / ``invalid_action`` / ``timeout``; "–" when the predictions do not say)."""
 
 FAILURE_CATEGORIES: tuple[str, ...] = get_args(FailureCategory)
 """Failure categories, in :func:`~.diagnostics.failure_category` rule order."""
