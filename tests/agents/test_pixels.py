@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 from condvln.agents.pixels import PIXEL_PROTOCOL, PixelNoise, pixel_detections
 from condvln.agents.run import run_agent
 from condvln.cli import app
-from condvln.errors import ConfigError
 from condvln.scene.model import Room, Scene, SceneObject
 from condvln.sim import Simulator
 
@@ -98,8 +97,14 @@ def test_pixel_noise_misses_confuses_and_is_seeded(frame: tuple[Simulator, objec
 
 
 def test_pixel_agent_runs_without_symbolic_detections(dataset: Path, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="needs the 'depth' and 'semantic' sensors"):
-        run_agent("neurosymbolic_pixels", dataset, "train", tmp_path / "bad", limit=1)
+    # without the sensors the episode fails as an agent error naming what is missing
+    bad = tmp_path / "bad"
+    run_agent("neurosymbolic_pixels", dataset, "train", bad, limit=1)
+    (failed,) = [
+        orjson.loads(line) for line in (bad / "trajectories.jsonl").read_bytes().splitlines()
+    ]
+    assert failed["status"] == "agent_error"
+    assert "needs the 'depth' and 'semantic' sensors" in failed["reason"]
     out = tmp_path / "px"
     # the README's command line
     result = CliRunner().invoke(
