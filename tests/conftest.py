@@ -16,8 +16,8 @@ from condvln.scene.model import Door, Room, Scene, SceneObject
 DATA = Path(__file__).resolve().parent / "data"
 
 
-def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}  # rich wraps at the terminal width
+def _run_cli(*args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": str(columns)}  # rich wraps at the terminal width
     return subprocess.run(
         [sys.executable, "-m", "condvln", *args],
         capture_output=True,
@@ -29,7 +29,8 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="session")
 def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run ``python -m condvln ARGS`` (wide terminal) and capture its output."""
+    """Run ``python -m condvln ARGS`` (a 200-column terminal unless ``columns=``) and capture
+    its output."""
     return _run_cli
 
 

@@ -18,6 +18,7 @@ Results folder::
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,7 +30,9 @@ import orjson
 from condvln import __version__
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.errors import ConfigError
+from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.io import atomic_write_bytes, read_json
+from condvln.provenance import provenance
 
 Progress = Callable[[str, int], Callable[[], None]]
 
@@ -54,15 +57,22 @@ PIXELS = {"sensors": ["depth", "semantic"], "detections": False}
 """Protocol of the pixel-perception rows: rendered depth + semantic images, no symbolic
 detections."""
 
-RUNS = (
-    RunSpec("random", "random"),
-    RunSpec("goal_only", "goal_only"),
-    RunSpec("condition_blind", "condition_blind"),
-    RunSpec("neurosymbolic", "neurosymbolic"),
-    RunSpec("neurosymbolic+noise", "neurosymbolic", NOISE),
-    RunSpec("oracle_linear", "oracle_linear"),
-)
-"""The baselines, from the weakest reference to the paper's oracle."""
+
+def benchmark_runs(noise: Mapping[str, float] = NOISE) -> tuple[RunSpec, ...]:
+    """The baselines, from the weakest reference to the paper's oracle; ``noise`` is the
+    perception noise of the ``neurosymbolic+noise`` run."""
+    return (
+        RunSpec("random", "random"),
+        RunSpec("goal_only", "goal_only"),
+        RunSpec("condition_blind", "condition_blind"),
+        RunSpec("neurosymbolic", "neurosymbolic"),
+        RunSpec("neurosymbolic+noise", "neurosymbolic", dict(noise)),
+        RunSpec("oracle_linear", "oracle_linear"),
+    )
+
+
+RUNS = benchmark_runs()
+"""The default rows of the benchmark."""
 
 PIXEL_RUNS = (
     RunSpec("neurosymbolic_pixels", "neurosymbolic_pixels", PIXELS),
@@ -135,6 +145,8 @@ def run_benchmark(
     runs: tuple[RunSpec, ...] | None = None,
     pixels: bool = False,
     config: GenerateConfig | None = None,
+    protocol: Mapping[str, Any] | None = None,
+    options: MetricOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run the whole experiment into ``out`` and return the per-run records and tables.
@@ -148,6 +160,8 @@ def run_benchmark(
             ``full`` or ``pixels``).
         pixels: Add the pixel-perception rows to the default rows.
         config: Dataset configuration (overrides ``full``; for custom or test runs).
+        protocol: Observation protocol of every run (a run's own settings go on top).
+        options: Metric conventions and thresholds.
         progress: ``progress(label, total)`` returning an ``advance()`` callback.
     """
     from condvln.agents.run import run_agent
@@ -170,7 +184,7 @@ def run_benchmark(
             split,
             run_dir,
             agent_args=spec.agent_args,
-            protocol=spec.protocol,
+            protocol={**(protocol or {}), **spec.protocol},
             workers=workers,
             progress=_episode_progress(progress, f"run {spec.name}"),
         )
@@ -179,6 +193,7 @@ def run_benchmark(
             run_dir / "trajectories.jsonl",
             out / "eval" / spec.name,
             split=split,
+            options=options,
             run_name=spec.name,
         )
         records[spec.name] = result["records"]
@@ -200,7 +215,11 @@ def run_benchmark(
         "condvln_version": __version__,
         "dataset": str(dataset),
         "dataset_config_hash": config.config_hash(),
+        "dataset_config": config.model_dump(mode="json"),
         "split": split,
+        "protocol": dict(protocol or {}),
+        "metric_options": dataclasses.asdict(options),
+        "provenance": provenance(),
         "runs": summaries,
     }
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -21,7 +22,6 @@ from condvln import __version__
 from condvln.errors import CondVLNError
 
 if TYPE_CHECKING:
-    from condvln.evaluation.tables import ResultTable
     from condvln.synth.pipeline import SynthesisResult
 
 app = typer.Typer(
@@ -70,7 +70,7 @@ def scenes_sources() -> None:
     table.add_column("description")
     for name in SOURCES.names():
         src = SOURCES.get(name)
-        table.add_row(name, src.reference, src.description)
+        table.add_row(name, escape(src.reference), escape(src.description))
     console.print(table)
 
 
@@ -192,6 +192,46 @@ WorkersOption = Annotated[
     int | None, typer.Option("--workers", "-j", help="Worker processes (default: all cores).")
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", "-c", help="YAML or JSON settings file (keys: `condvln config COMMAND`)."
+    ),
+]
+OverridesArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="KEY=VALUE",
+        help="Dotted overrides, e.g. relations.near_holds=0.4 (win over --config and options).",
+        show_default=False,
+    ),
+]
+
+
+def _settings(
+    ctx: typer.Context,
+    command: str,
+    config_file: Path | None,
+    overrides: list[str] | None,
+    options: dict[str, str],
+    base: dict[str, Any] | None = None,
+) -> Any:
+    """A command's effective settings; ``options`` maps parameter names to dotted keys, and
+    only the options given on the command line count (their defaults are the model's)."""
+    from condvln.config import SETTINGS, resolve
+
+    def explicit(name: str) -> bool:  # typer may vendor click: compare the enum by name
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+    given = {key: ctx.params[name] for name, key in options.items() if explicit(name)}
+    return resolve(
+        SETTINGS[command],
+        config_file=config_file,
+        overrides=overrides or (),
+        options=given,
+        base=base,
+    )
 
 
 @app.command("audit")
@@ -223,11 +263,18 @@ def audit_command(
 
 def _print_audit(result: SynthesisResult) -> None:
     report = result.report
-    table = Table(title="Gold-branch balance per bucket (category/composition/evidence/horizon)")
-    table.add_column("bucket", min_width=34)
-    for column in ("gold leaf counts", "χ²", "p", "max/min", "gold nearest"):
-        table.add_column(column, justify="right")
+    table = Table(
+        title="Gold-branch balance per bucket",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("bucket", no_wrap=True)
+    for column in ("gold per leaf", "χ²", "p", "ratio", "near"):
+        table.add_column(column, justify="right", no_wrap=True)
+    short = {"cross_room": "room", "relation": "rel", "hidden": "hid", "visible": "vis"}
     for key, row in report["buckets"].items():
+        key = "/".join(short.get(part, part) for part in key.split("/"))
         ratio = "—" if row["max_min_ratio"] is None else f"{row['max_min_ratio']:.2f}"
         table.add_row(
             key,
@@ -238,6 +285,11 @@ def _print_audit(result: SynthesisResult) -> None:
             f"{row['nearest_rate']:.2f}",
         )
     console.print(table)
+    console.print(
+        "bucket: category/composition (room: cross-room presence, rel: relation)/evidence "
+        "(hid: hidden, vis: visible)/horizon; ratio: max/min of the gold counts; near: share "
+        "of gold goals that are the nearest branch goal"
+    )
     for leaf, row in report["constant_branch"].items():
         console.print(
             f"always branch {leaf}: accuracy {100 * row['accuracy']:.1f}% "
@@ -256,7 +308,10 @@ def _print_audit(result: SynthesisResult) -> None:
 
 @app.command("generate")
 def generate_command(
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder to create.")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
     source: SourceOption = "procedural",
     scenes: Annotated[
         int | None, typer.Option(help="Procedural houses (seeds 0..N-1) or most input files.")
@@ -272,17 +327,11 @@ def generate_command(
     quiet: QuietOption = False,
 ) -> None:
     """Generate a CondVLN dataset in VLN-CE format (defaults: the paper's scale)."""
-    from condvln.dataset.generate import GenerateConfig, generate_dataset
+    from condvln.dataset.generate import generate_dataset
     from condvln.synth.pipeline import default_workers
 
-    config = GenerateConfig(
-        source=source,
-        scenes=scenes,
-        inputs=tuple(inputs or ()),
-        per_scene=per_scene,
-        seed=seed,
-        counterfactual_share=counterfactual_share,
-    )
+    keys = ("source", "scenes", "per_scene", "seed", "inputs", "counterfactual_share")
+    config = _settings(ctx, "generate", config_file, overrides, {k: k for k in keys})
     with _MultiProgress(quiet) as bars:
         stats = generate_dataset(
             config,
@@ -291,10 +340,41 @@ def generate_command(
             overwrite=overwrite,
             progress=bars.add,
         )
+    console.print(_counts_table(stats["requested_vs_produced"]))
     console.print(
         f"wrote {out}: {stats['episodes']} episodes over {stats['scenes']} scenes "
         f"({', '.join(f'{k} {v}' for k, v in stats['splits'].items())})"
     )
+    for warning in stats["warnings"]:
+        print(f"condvln: warning: {warning}", file=sys.stderr)
+
+
+def _counts_table(versus: dict[str, Any]) -> Table:
+    """Produced / requested episodes, Table 1 categories × splits (fits 80 columns)."""
+    splits = list(versus["splits"])
+    table = Table(
+        title="Episodes produced / requested",
+        box=box.SIMPLE_HEAD,
+        caption=_COUNTS_CAPTION,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("category", no_wrap=True)
+    for name in [*splits, "total"]:
+        table.add_column(name, justify="right", no_wrap=True)
+
+    def cell(row: dict[str, Any]) -> str:
+        return f"{row['produced']}/{row['requested']}"
+
+    for name, total in versus["total"]["categories"].items():
+        table.add_row(
+            name, *(cell(versus["splits"][s]["categories"][name]) for s in splits), cell(total)
+        )
+    table.add_row("all", *(cell(versus["splits"][s]) for s in splits), cell(versus["total"]))
+    return table
+
+
+_COUNTS_CAPTION = "requested: per_scene × scenes, spread over categories"
 
 
 class _MultiProgress:
@@ -365,7 +445,10 @@ def evaluate_command(
     predictions: Annotated[
         Path, typer.Argument(help="Trajectory JSONL or VLN-CE leaderboard JSON.")
     ],
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the results.")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
     split: Annotated[
         str | None, typer.Option(help="Split to score (default: inferred from the ids).")
     ] = None,
@@ -375,9 +458,13 @@ def evaluate_command(
     """Score predictions: standard VLN metrics, BSA / CSR and branch diagnostics, with tables."""
     from condvln.evaluation.evaluate import evaluate_run, render_summary
 
-    result = evaluate_run(dataset, predictions, out, split=split, seed=seed, run_name=name)
+    s = _settings(
+        ctx, "evaluate", config_file, overrides, {k: k for k in ("split", "name", "seed")}
+    )
+    result = evaluate_run(
+        dataset, predictions, out, split=s.split, seed=s.seed, options=s.metrics, run_name=s.name
+    )
     console.print(render_summary(result))
-    console.print(f"wrote {out}")
 
 
 AgentArgOption = Annotated[
@@ -399,7 +486,10 @@ def run_command(
         ),
     ],
     dataset: Annotated[Path, typer.Option(help="Dataset folder written by `condvln generate`.")],
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumed if present).")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
     split: Annotated[str, typer.Option(help="Split to run.")] = "val_unseen",
     limit: Annotated[int | None, typer.Option(help="Run only the first N episodes.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of agents and perception noise.")] = 0,
@@ -445,30 +535,26 @@ def run_command(
     from condvln.agents.run import run_agent
     from condvln.synth.pipeline import default_workers
 
-    protocol = {
-        "panoramic": panoramic,
-        "miss_rate": miss_rate,
-        "confusion_rate": confusion_rate,
-        "false_detection_rate": false_detection_rate,
-        "map_access": map_access,
-        "sensors": sensor or [],
-        "detections": detections,
-    }
+    protocol_keys = ("panoramic", "miss_rate", "confusion_rate", "false_detection_rate")
+    keys = {"split": "split", "limit": "limit", "seed": "seed", "map_access": "protocol.map_access"}
+    keys |= {k: f"protocol.{k}" for k in protocol_keys}
+    keys |= {"sensor": "protocol.sensors", "detections": "protocol.detections"}
+    s = _settings(ctx, "run", config_file, overrides, keys)
     with _MultiProgress(quiet) as bars:
         summary = run_agent(
             agent,
             dataset,
-            split,
+            s.split,
             out,
             agent_args=parse_agent_args(agent_arg or ()),
-            protocol=protocol,
-            seed=seed,
+            protocol=s.protocol,
+            seed=s.seed,
             workers=workers or default_workers(),
             batch_size=batch_size,
             step_timeout=step_timeout,
             fail_fast=fail_fast,
-            limit=limit,
-            progress=_done_total(bars, f"{agent} on {split}"),
+            limit=s.limit,
+            progress=_done_total(bars, f"{agent} on {s.split}"),
             videos=record,
             video_format=record_format,
         )
@@ -548,6 +634,25 @@ def agents_command() -> None:
         console.print(name)
 
 
+@app.command("config")
+def config_command(
+    command: Annotated[str, typer.Argument(help="generate, run, evaluate or benchmark.")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
+) -> None:
+    """Print a command's settings as YAML: the defaults, or the effective ones for a
+    --config file and overrides (a starting point for your own file)."""
+    from condvln.config import SETTINGS, defaults_yaml, resolve
+    from condvln.registry import Registry
+
+    commands: Registry[type] = Registry("configurable command")
+    for name, model in SETTINGS.items():
+        commands.add(name, model)
+    model = commands.get(command)
+    settings = resolve(model, config_file=config_file, overrides=overrides or ())
+    print(defaults_yaml(model, settings), end="")
+
+
 @app.command("viz")
 def viz_command(
     run: Annotated[Path, typer.Argument(help="Run folder written by `condvln run`.")],
@@ -589,6 +694,9 @@ def report_command(
 
 @app.command("benchmark")
 def benchmark_command(
+    ctx: typer.Context,
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")] = Path(
         "results/benchmark"
     ),
@@ -619,78 +727,93 @@ def benchmark_command(
 ) -> None:
     """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
     from condvln.agents.base import parse_agent_args
-    from condvln.benchmark import PIXEL_RUNS, RUNS, SMALL, run_benchmark, user_runs
+    from condvln.benchmark import PIXEL_RUNS, benchmark_runs, run_benchmark, user_runs
     from condvln.dataset.generate import GenerateConfig
     from condvln.synth.pipeline import default_workers
 
-    base = GenerateConfig() if full else SMALL
-    overrides = {k: v for k, v in (("scenes", scenes), ("per_scene", per_scene)) if v is not None}
-    config = base.model_copy(update=overrides)
+    keys = {"scenes": "dataset.scenes", "per_scene": "dataset.per_scene", "split": "split"}
+    base = {"dataset": GenerateConfig()} if full else None
+    s = _settings(ctx, "benchmark", config_file, overrides, keys, base=base)
     with _MultiProgress(quiet) as bars:
         outcome = run_benchmark(
             out,
-            config=config,
-            split=split,
-            full=full,
-            pixels=pixels,
+            config=s.dataset,
+            split=s.split,
             workers=workers or default_workers(),
-            runs=(RUNS + PIXEL_RUNS if full or pixels else RUNS)
+            runs=benchmark_runs(s.noise.model_dump())
+            + (PIXEL_RUNS if full or pixels else ())
             + user_runs(agent or (), parse_agent_args(agent_arg or ())),
+            protocol=s.protocol.model_dump(),
+            options=s.metrics,
             progress=bars.add,
         )
-    console.print(_compact(outcome["tables"]["table2"], _TABLE2_COLUMNS, "Main results (%)"))
-    console.print(
-        "BA: branch accuracy (ended nearest the gold branch goal); "
-        "1/n: chance; any: stopped at some branch goal; WB: stopped at a wrong branch's goal; "
-        "fault: episodes the agent failed (error, invalid action, timeout)"
+    from condvln.evaluation.tables import terminal_tables
+
+    for part in terminal_tables(outcome["tables"]["table2"], outcome["tables"]["table3"]):
+        console.print(part)
+    console.print(f"wrote {out}: per-run results in runs/ and eval/, report.html")
+
+
+habitat_app = typer.Typer(
+    help="Run CondVLN episodes in habitat-sim / VLN-CE / habitat-lab.", no_args_is_help=True
+)
+app.add_typer(habitat_app, name="habitat")
+
+
+@habitat_app.command("config")
+def habitat_config_command(
+    dataset: Annotated[Path, typer.Argument(help="Dataset folder written by `condvln generate`.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for the two YAML files.")],
+    split: Annotated[str, typer.Option(help="Split the configs select.")] = "val_unseen",
+    scenes_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="SCENES_DIR (default: the dataset folder for composed scenes, else "
+            "data/scene_datasets)."
+        ),
+    ] = None,
+    success_distance: Annotated[
+        float | None, typer.Option(help="Override the episodes' success radius (m).")
+    ] = None,
+) -> None:
+    """Write a VLN-CE task config (YACS) and a habitat-lab Hydra config for DATASET."""
+    from condvln.habitat.configs import write_configs
+
+    vlnce, hydra, missing = write_configs(
+        dataset, out, scenes_dir=scenes_dir, split=split, success_distance=success_distance
     )
-    console.print(
-        _compact(outcome["tables"]["table3"], _TABLE3_COLUMNS, "CSR by depth d and chain ℓ (%)")
-    )
-    console.print(
-        f"wrote {out}: full tables in table2.md / table3.md (+ .csv), per-run results in eval/, "
-        "report.html"
-    )
-
-
-_TABLE2_COLUMNS = {
-    "SR": "SR",
-    "SPL": "SPL",
-    "BSA": "BSA",
-    "CSR": "CSR",
-    "diagnostics BA": "BA",
-    "diagnostics chance": "1/n",
-    "diagnostics SR-any": "any",
-    "diagnostics WB": "WB",
-    "diagnostics fault": "fault",
-}
-_TABLE3_COLUMNS = {
-    "base d=1,ℓ=1 CSR": "d1 ℓ1",
-    "depth d=2,ℓ=1 CSR": "d2 ℓ1",
-    "depth d=3,ℓ=1 CSR": "d3 ℓ1",
-    "chain d=1,ℓ=2 CSR": "d1 ℓ2",
-    "chain d=1,ℓ=3 CSR": "d1 ℓ3",
-}
-
-
-def _compact(table: ResultTable, wanted: dict[str, str], title: str) -> Table:
-    """A narrow rich table of selected columns (the "all" group when there are several sources).
-
-    Keys of ``wanted`` are full column names, or bare metric names looked up in the first
-    source group ("all" when present).
-    """
-    first = next((g for g, _ in table.groups if g == "all"), table.groups[0][0])
-    names = [k if k in table.columns else f"{first} {k}" for k in wanted]
-    out = Table(title=title)
-    out.add_column("run", no_wrap=True)
-    for label in wanted.values():
-        out.add_column(label, justify="right")
-    for row in table.rows:
-        values = dict(zip(table.columns, row.values, strict=True))
-        out.add_row(
-            row.name, *("–" if values.get(n) is None else f"{values[n]:.1f}" for n in names)
+    console.print(f"wrote {vlnce} (VLN-CE) and {hydra} (habitat-lab)", markup=False)
+    if missing:
+        console.print(
+            f"note: {len(missing)} scene files are not under SCENES_DIR yet (first: {missing[0]})",
+            markup=False,
         )
-    return out
+
+
+@habitat_app.command("navmesh")
+def habitat_navmesh_command(
+    dataset: Annotated[Path, typer.Argument(help="Dataset folder written by `condvln generate`.")],
+    scenes_dir: Annotated[
+        Path | None,
+        typer.Option(help="Folder of the Matterport3D / Gibson / ReplicaCAD assets."),
+    ] = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Bake .navmesh files with habitat-sim and compare its geodesic distances with ours."""
+    from condvln.habitat.navmesh import MISSING, REPORT_FILE, bake_navmeshes
+    from condvln.nav.habitat import import_habitat_sim
+
+    import_habitat_sim(MISSING)  # before any progress output
+    with _MultiProgress(quiet) as bars:
+        report = bake_navmeshes(dataset, scenes_dir=scenes_dir, progress=bars.add)
+    summary = report.summary()
+    console.print(
+        f"{len(report.navmeshes)} navmeshes; {summary['episodes_measured']} episodes "
+        f"re-measured (mean |Δ| {summary.get('mean_abs_difference', 0.0):.3f} m, max "
+        f"{summary.get('max_abs_difference', 0.0):.3f} m), {summary['episodes_unreachable']} "
+        f"unreachable; details in {Path(dataset) / REPORT_FILE}",
+        markup=False,
+    )
 
 
 def main() -> None:

@@ -284,7 +284,10 @@ def test_larger_agent_gets_longer_paths(house: GridNavigator) -> None:
 def test_habitat_backend_without_habitat_sim_is_a_config_error(house: GridNavigator) -> None:
     with pytest.raises(ConfigError) as info:
         HabitatNavigator("scene.navmesh", house.scene)
-    assert str(info.value) == "habitat-sim is not installed; use the built-in grid backend"
+    assert str(info.value) == (
+        "habitat-sim is not installed (install it with: conda install habitat-sim"
+        " -c conda-forge -c aihabitat); use the built-in grid backend"
+    )
     with pytest.raises(ConfigError, match="habitat-sim is not installed"):
         make_navigator(house.scene, "habitat", navmesh="scene.navmesh")
     with pytest.raises(ConfigError, match="needs a navmesh"):

@@ -68,6 +68,7 @@ from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.frames import quaternion_to_yaw
 from condvln.io import atomic_write_bytes, dumps_json, read_json
 from condvln.nav import GridNavigator
+from condvln.provenance import provenance
 from condvln.scene.serialize import load_scene
 from condvln.sim.protocol import ObservationProtocol, parse_protocol
 from condvln.sim.simulator import ACTIONS, DEFAULT_BUDGET, Simulator, Trajectory
@@ -773,6 +774,7 @@ def run_agent(
         "seeds": "per episode: numpy SeedSequence([seed, episode_id]) -> (perception, agent)",
         "episodes": len(specs),
         "condvln_version": __version__,
+        "provenance": provenance(),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     if resume:

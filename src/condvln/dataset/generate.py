@@ -22,9 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from condvln import __version__
 from condvln.dataset.card import dataset_card, dataset_stats
 from condvln.dataset.episode import (
+    BUDGET_FACTOR,
     EPISODE_KEYS,
     OPTIONAL_EPISODE_KEYS,
     TEST_EPISODE_KEYS,
+    TURN_ALLOWANCE,
     build_episode,
 )
 from condvln.dataset.vlnce import SCENE_INDEX, SPLITS, build_vocab, dump_gz, encode, split_path
@@ -54,6 +56,9 @@ class GenerateConfig(BaseModel):
         val_seen_share: Share of the seen scenes' episodes that go to val_seen.
         multi_room_radius: Success radius of multi-room scenes (paper: 1.0 m).
         single_room_radius: Success radius of single-room scenes (paper: 0.5 m).
+        step_budget_factor: Step budget: forward steps allowed per forward step of the longest
+            execution path over all branches.
+        step_budget_per_target: Step budget: extra steps per navigation target (turning).
         relations: Predicate thresholds.
     """
 
@@ -69,6 +74,8 @@ class GenerateConfig(BaseModel):
     val_seen_share: float = Field(0.1, ge=0.0, lt=1.0)
     multi_room_radius: float = Field(1.0, gt=0.0)
     single_room_radius: float = Field(0.5, gt=0.0)
+    step_budget_factor: float = Field(BUDGET_FACTOR, gt=0.0)
+    step_budget_per_target: int = Field(TURN_ALLOWANCE, ge=0)
     relations: RelationConfig = RelationConfig()
 
     def config_hash(self) -> str:
@@ -126,6 +133,7 @@ def _episodes_for_scene(
                 scene_dataset_config=habitat.scene_dataset_config,
                 radius=radius,
                 extras=extras,
+                budget=(config.step_budget_factor, config.step_budget_per_target),
             )
         except Rejected as exc:
             rejections[exc.reason] += 1
@@ -146,6 +154,24 @@ def _assign_splits(n_scenes: int, config: GenerateConfig) -> dict[int, str]:
     for rank, index in enumerate(order[:n_unseen]):
         groups[index] = "val_unseen" if rank % 2 == 0 else "test"
     return groups
+
+
+def requested_episodes(groups: dict[int, str], config: GenerateConfig) -> dict[str, int]:
+    """Episodes asked for per split: ``per_scene`` × the split's scenes (the seen scenes' share
+    of train and val_seen by ``val_seen_share``).
+
+    >>> requested_episodes({0: "seen", 1: "seen", 2: "test"}, GenerateConfig(per_scene=10))
+    {'train': 18, 'val_seen': 2, 'val_unseen': 0, 'test': 10}
+    """
+    scenes = Counter(groups.values())
+    seen = scenes["seen"] * config.per_scene
+    val_seen = round(seen * config.val_seen_share)
+    return {
+        "train": seen - val_seen,
+        "val_seen": val_seen,
+        "val_unseen": scenes["val_unseen"] * config.per_scene,
+        "test": scenes["test"] * config.per_scene,
+    }
 
 
 def _split_of(group: str, inst: Instance, config: GenerateConfig, k: int) -> str:
@@ -189,6 +215,7 @@ def generate_dataset(
         workers=workers,
         counterfactual_share=config.counterfactual_share,
         relation_config=config.relations,
+        radii=(config.multi_room_radius, config.single_room_radius),
         on_scene_done=tick("sampling", len(specs)),
     )
     by_scene: dict[str, list[Instance]] = defaultdict(list)
@@ -229,7 +256,8 @@ def _write(
         _write_habitat_index(tmp, built)
         for split in SPLITS:  # every split, even an empty one, so loaders find them all
             _write_split(tmp, split, splits.get(split, []), vocab, index)
-        stats = dataset_stats(splits, rejections, synth, config, vocab)
+        requested = requested_episodes(groups, config)
+        stats = dataset_stats(splits, rejections, synth, config, vocab, requested)
         (tmp / "stats.json").write_bytes(orjson.dumps(stats, option=orjson.OPT_INDENT_2))
         (tmp / "README.md").write_text(dataset_card(stats))
     return stats

@@ -71,10 +71,17 @@ from condvln.evaluation.predictions import (
 )
 from condvln.evaluation.scoring import Record, invalid_episode, score_episode
 from condvln.evaluation.spaces import ContinuousSpace, FloatArray
-from condvln.evaluation.tables import FAILURE_CATEGORIES, ResultTable, table2, table3
+from condvln.evaluation.tables import (
+    FAILURE_CATEGORIES,
+    ResultTable,
+    table2,
+    table3,
+    terminal_tables,
+)
 from condvln.io import atomic_write_bytes, dumps_json, read_json
 from condvln.nav import GridConfig, GridNavigator, Unreachable
 from condvln.nav.geodesic import HAVE_SKFMM, GeodesicField
+from condvln.provenance import provenance
 from condvln.scene.serialize import load_scene
 
 LABEL_KEYS = (
@@ -391,6 +398,7 @@ def _manifest(
     return {
         "condvln_version": __version__,
         "command": "evaluate",
+        "provenance": provenance(),
         "dataset": dataset,
         "predictions": {
             "path": str(predictions_path.resolve()),
@@ -518,6 +526,6 @@ def render_summary(result: Mapping[str, Any]) -> RenderableType:
         for v in metrics["invariants"]["violations"]
     ]
     tables: Mapping[str, ResultTable] = result["tables"]
-    lines += [tables["table2"].to_rich(), tables["table3"].to_rich()]
+    lines += terminal_tables(tables["table2"], tables["table3"])
     lines.append(Text(f"wrote {result['out_dir']}"))
     return Group(*lines)

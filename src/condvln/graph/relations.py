@@ -285,8 +285,8 @@ def aabb_distance(box_min: np.ndarray, box_max: np.ndarray) -> np.ndarray:
 
     >>> lo = np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 3.0]])
     >>> hi = lo + 1.0
-    >>> aabb_distance(lo, hi)[0, 1]  # gaps (1, 0, 2)
-    np.float64(2.23606797749979)
+    >>> float(aabb_distance(lo, hi)[0, 1])  # gaps (1, 0, 2)
+    2.23606797749979
     """
     gap = np.maximum(
         np.maximum(

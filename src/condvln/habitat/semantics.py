@@ -42,6 +42,7 @@ DATASET_CONFIG = "condvln.scene_dataset_config.json"
 
 MP3D_UP = [0.0, 0.0, 1.0]
 MP3D_FRONT = [0.0, 1.0, 0.0]
+"""Up / front of the assets in their own space: the Matterport convention the GLB root encodes."""
 
 
 def descriptor_text(scene: Scene, scene_mesh: SceneMesh) -> str:
@@ -132,7 +133,6 @@ def scene_instance(name: str) -> dict[str, Any]:
     return {
         "stage_instance": {"template_name": name},
         "object_instances": [],
-        "default_lighting": "",
         "navmesh_instance": name,
         "semantic_scene_instance": name,
     }

@@ -12,7 +12,7 @@ no distance fields, so :meth:`~HabitatNavigator.distance_field` answers point by
 >>> HabitatNavigator("missing.navmesh", Scene(id="s", source="t", rooms=(room,)))
 Traceback (most recent call last):
 ...
-condvln.errors.ConfigError: habitat-sim is not installed; use the built-in grid backend
+condvln.errors.ConfigError: habitat-sim is not installed (install it with: conda install habitat-sim -c conda-forge -c aihabitat); use the built-in grid backend
 """
 
 from __future__ import annotations
@@ -31,14 +31,18 @@ from condvln.nav.agent import AgentSpec, GridConfig
 from condvln.nav.geodesic import Unreachable, as_points, choose_approach
 from condvln.scene.model import Scene, SceneObject, Vec3
 
-MISSING = "habitat-sim is not installed; use the built-in grid backend"
+INSTALL_HINT = "install it with: conda install habitat-sim -c conda-forge -c aihabitat"
+"""What to run to get habitat-sim (it has no wheel on the package index)."""
+
+MISSING = f"habitat-sim is not installed ({INSTALL_HINT}); use the built-in grid backend"
 
 
-def _import_habitat_sim() -> Any:
+def import_habitat_sim(missing: str = MISSING) -> Any:
+    """Import habitat-sim, or raise a one-line :class:`ConfigError` (``missing``) without it."""
     try:
         return importlib.import_module("habitat_sim")
     except ImportError:
-        raise ConfigError(MISSING) from None
+        raise ConfigError(missing) from None
 
 
 class HabitatNavigator:
@@ -61,7 +65,7 @@ class HabitatNavigator:
         agent: AgentSpec | None = None,
         config: GridConfig | None = None,
     ) -> None:
-        self._hs = _import_habitat_sim()
+        self._hs = import_habitat_sim()
         self.scene = scene
         self.agent = agent or AgentSpec()
         self.config = config or GridConfig()

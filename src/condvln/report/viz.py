@@ -14,7 +14,6 @@ its stop position (``branch_commitment``).
 
 from __future__ import annotations
 
-import functools
 import io
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -174,7 +173,7 @@ def episode_figure(episode: Mapping[str, Any]) -> EpisodeFigure:
             raise ValueError(f"{len(goals)} branch goals for {len(outcomes)} program leaves")
         return EpisodeFigure(
             episode_id=episode["episode_id"],
-            scene_id=str(episode["scene_id"]),
+            scene_id=str(labels.get("scene_file", episode["scene_id"])),  # the scene JSON
             category=str(labels["category"]),
             depth=int(labels["depth"]),
             chain=int(labels["chain"]),
@@ -335,26 +334,10 @@ def draw_episode(
     return out
 
 
-@functools.lru_cache(maxsize=8)
-def _cached_index(root: Path, stamp: int) -> dict[str, str]:
-    from condvln.dataset.vlnce import load_scene_index
-
-    return load_scene_index(root)
-
-
-def _scene_index(root: Path) -> dict[str, str]:
-    """The dataset's scene index, re-read when its file changes."""
-    from condvln.dataset.vlnce import SCENE_INDEX
-
-    index = root / SCENE_INDEX
-    return _cached_index(root, index.stat().st_mtime_ns if index.is_file() else 0)
-
-
 def scene_file(dataset_dir: Path, scene_id: str) -> Path:
-    """The scene JSON of an episode's ``scene_id`` (through the dataset's scene index when the
-    id names a habitat asset), refusing any path that leaves the dataset folder."""
+    """The scene file of an episode, refusing any path that leaves the dataset folder."""
     root = dataset_dir.resolve()
-    path = (root / _scene_index(root).get(scene_id, scene_id)).resolve()
+    path = (root / scene_id).resolve()
     if not path.is_relative_to(root):
         raise FormatError("scene path leaves the dataset folder", field="scene_id", record=scene_id)
     return path

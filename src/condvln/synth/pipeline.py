@@ -21,7 +21,7 @@ from condvln.errors import ConfigError
 from condvln.graph import RelationConfig
 from condvln.scene.sources import load
 from condvln.synth.balance import balance, balance_report
-from condvln.synth.driver import synthesize
+from condvln.synth.driver import success_radius, synthesize
 from condvln.synth.sampler import Instance
 
 T = TypeVar("T")
@@ -86,9 +86,9 @@ def scene_specs(source: str, count: int | None, inputs: Sequence[str] = ()) -> l
 
 
 def _synthesize_one(
-    args: tuple[SceneSpec, int, int, int, float, RelationConfig | None],
+    args: tuple[SceneSpec, int, int, int, float, RelationConfig | None, tuple[float, float]],
 ) -> tuple[str, list[Instance], Counter]:
-    spec, seed, index, quota, share, relations = args
+    spec, seed, index, quota, share, relations, radii = args
     scene = spec.load()
     result = synthesize(
         scene,
@@ -96,6 +96,7 @@ def _synthesize_one(
         quota=quota,
         leaf_offset=index,
         counterfactual_share=share,
+        radius=success_radius(scene, *radii),
         relation_config=relations,
     )
     return scene.id, result.instances, result.rejections
@@ -134,11 +135,16 @@ def run_synthesis(
     workers: int = 1,
     counterfactual_share: float = 0.2,
     relation_config: RelationConfig | None = None,
+    radii: tuple[float, float] = (1.0, 0.5),
     on_scene_done: Callable[[], None] | None = None,
 ) -> SynthesisResult:
-    """Sample ``per_scene`` instances in every scene, then balance them globally."""
+    """Sample ``per_scene`` instances in every scene, then balance them globally.
+
+    ``radii`` are the success radii of multi-room and single-room scenes (leaf goals are
+    sampled more than twice the radius apart).
+    """
     tasks = [
-        (spec, seed, i, per_scene, counterfactual_share, relation_config)
+        (spec, seed, i, per_scene, counterfactual_share, relation_config, radii)
         for i, spec in enumerate(scenes)
     ]
     gathered: list[Instance] = []
