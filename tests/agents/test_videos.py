@@ -59,7 +59,10 @@ def test_gif_videos(dataset: Path, tmp_path: Path) -> None:
     ("args", "needle"),
     [
         (("--record", "1", "--record-format", "avi"), "video format must be 'mp4' or 'gif'"),
-        (("--sensor", "lidar"), "sensors.0: Input should be 'rgb', 'depth' or 'semantic'"),
+        (
+            ("--sensor", "lidar"),
+            "protocol.sensors=[\"lidar\"]: Input should be 'rgb', 'depth' or 'semantic'",
+        ),
     ],
 )
 def test_bad_video_and_sensor_options(
