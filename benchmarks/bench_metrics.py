@@ -1,43 +1,78 @@
 """Benchmark the per-episode metrics and exact nDTW against fastdtw.
 
 Synthetic VLN-CE-like episodes: trajectories of ``--positions`` recorded positions from random
-actions (FORWARD 0.25 m, LEFT / RIGHT 15°; turns repeat the position), reference paths of
-20–60 points (0.25–1 m apart) followed noisily (a third of the agents take a wrong branch half-way),
-0–3 subgoals on the reference path and 2–4 leaf goals. The
+actions (FORWARD 0.25 m, LEFT / RIGHT 15°; turns repeat the position), followed noisily along
+dense references as long as a real dataset's ``_gt`` paths (nDTW / SDTW / CLS align with the
+``_gt`` locations, one point per 0.25 m step, as VLN-CE's NDTW measure does): their lengths are
+drawn from the ``_gt`` files of ``--dataset`` (default: a sample of houses generated with the
+default ``condvln generate`` configuration) and their distribution is printed. A third of the
+agents take a wrong branch half-way; 0–3 subgoals on the reference and 2–4 leaf goals. The
 geodesic distance is the Euclidean distance — a stand-in for a navmesh geodesic in obstacle-free
-space, so the timings exclude geodesic queries.
+space, so the timings exclude geodesic queries; d_th = 3.0 m.
 
 Part 1 times :func:`score_episode` (every metric and diagnostic) and the aggregation of all
 records. Part 2 compares exact nDTW (this package: Euclidean cost matrix + compiled DTW) with
 ``fastdtw`` (radius=1, Euclidean, as VLN-CE's NDTW measure uses it) on the same deduplicated
 trajectories. fastdtw is not a dependency of condvln: ``pip install fastdtw`` to run part 2.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_metrics.py [--episodes 10000] [--workers 2]``.
+Run: ``PYTHONPATH=src python benchmarks/bench_metrics.py [--episodes 10000] [--workers 2]
+[--dataset DIR]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import math
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from condvln.dataset.generate import GenerateConfig, generate_dataset
+from condvln.dataset.vlnce import SPLITS, split_path
 from condvln.evaluation import ContinuousSpace, score_episode
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants
 from condvln.evaluation.dtw import dedup_mask, dtw
 from condvln.evaluation.spaces import pairwise_euclidean
 
 RADIUS = 1.0
+D_TH = 3.0  # nDTW threshold (score_episode's default, VLN-CE's NDTW measure)
+SAMPLE_HOUSES = 10
 Episode = dict[str, Any]
 
 
+def gt_lengths(dataset: Path) -> np.ndarray:
+    """Number of ``_gt`` locations of every episode of every split of ``dataset``."""
+    lengths = []
+    for split in SPLITS:
+        gt_file = split_path(dataset, split, "_answers" if split == "test" else "_gt")
+        if gt_file.is_file():
+            with gzip.open(gt_file, "rt") as f:
+                doc = json.load(f)
+            entries = [v.get("gt", v) for v in doc.values()]
+            lengths += [len(e["locations"]) for e in entries]
+    if not lengths:
+        raise SystemExit(f"no _gt locations found under {dataset}")
+    return np.asarray(lengths)
+
+
+def sample_gt_lengths() -> np.ndarray:
+    """``_gt`` lengths of a sample of houses generated with the default configuration."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "ds"
+        generate_dataset(GenerateConfig(scenes=SAMPLE_HOUSES), out, workers=2)
+        return gt_lengths(out)
+
+
 def _random_polyline(rng: np.random.Generator, start: np.ndarray, n: int) -> np.ndarray:
-    """A smooth random walk on the floor: n points 0.25–1 m apart."""
+    """A smooth random walk on the floor: n points 0.25 m apart (like ``_gt`` locations)."""
     heading = rng.uniform(0, 2 * math.pi) + np.cumsum(rng.normal(scale=0.4, size=n - 1))
-    steps = rng.uniform(0.25, 1.0, size=(n - 1, 1))
+    steps = np.full((n - 1, 1), 0.25)
     moves = steps * np.stack([np.sin(heading), np.zeros(n - 1), -np.cos(heading)], axis=1)
     return np.vstack([start, start + np.cumsum(moves, axis=0)])
 
@@ -67,12 +102,17 @@ def _follow(rng: np.random.Generator, path: np.ndarray, n: int) -> tuple[np.ndar
     return points + drift, np.append(np.where(forward, 1, turns), 0)
 
 
-def make_episodes(n_episodes: int, n_positions: int, seed: int) -> list[Episode]:
-    """Synthetic episodes (see the module docstring); a third take a wrong branch half-way."""
+def make_episodes(
+    n_episodes: int, n_positions: int, seed: int, lengths: np.ndarray
+) -> list[Episode]:
+    """Synthetic episodes (see the module docstring); a third take a wrong branch half-way.
+
+    Reference lengths (points, 0.25 m apart like ``_gt`` locations) are drawn from ``lengths``.
+    """
     rng = np.random.default_rng(seed)
     episodes = []
-    for _ in range(n_episodes):
-        reference = _random_polyline(rng, np.zeros(3), int(rng.integers(20, 61)))
+    for n_ref in rng.choice(np.maximum(lengths, 2), size=n_episodes):
+        reference = _random_polyline(rng, np.zeros(3), int(n_ref))
         half = len(reference) // 2
         wrong = _random_polyline(rng, reference[half], len(reference) - half)
         leaves = np.vstack(
@@ -129,9 +169,9 @@ def score_parallel(episodes: list[Episode], workers: int) -> list[dict[str, Any]
 
 
 def exact_ndtw(trajectory: np.ndarray, reference: np.ndarray) -> float:
-    """Exact nDTW as score_episode computes it (dedup, Euclidean, d_th = RADIUS)."""
+    """Exact nDTW as score_episode computes it (dedup, Euclidean, d_th = D_TH)."""
     traj = trajectory[dedup_mask(trajectory)]
-    return math.exp(-dtw(pairwise_euclidean(reference, traj)) / (len(reference) * RADIUS))
+    return math.exp(-dtw(pairwise_euclidean(reference, traj)) / (len(reference) * D_TH))
 
 
 def compare_fastdtw(episodes: list[Episode]) -> None:
@@ -155,7 +195,7 @@ def compare_fastdtw(episodes: list[Episode]) -> None:
         t_exact = min(t_exact, time.perf_counter() - t0)
     t0 = time.perf_counter()
     approx = [
-        math.exp(-fastdtw(traj, ref, radius=1, dist=euclidean)[0] / (len(ref) * RADIUS))
+        math.exp(-fastdtw(traj, ref, radius=1, dist=euclidean)[0] / (len(ref) * D_TH))
         for traj, ref in pairs
     ]
     t_fast = time.perf_counter() - t0
@@ -185,13 +225,29 @@ def main() -> None:
         help="episodes for the fastdtw comparison (fastdtw is slow)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--dataset",
+        type=Path,
+        help="dataset whose _gt lengths the references follow "
+        f"(default: generate {SAMPLE_HOUSES} houses with the default configuration)",
+    )
     args = parser.parse_args()
 
-    episodes = make_episodes(args.episodes, args.positions, args.seed)
+    t0 = time.perf_counter()
+    lengths = gt_lengths(args.dataset) if args.dataset else sample_gt_lengths()
+    where = args.dataset or f"{SAMPLE_HOUSES} houses of the default `condvln generate` config"
+    q = np.percentile(lengths, [0, 5, 25, 50, 75, 95, 100]).round().astype(int)
+    print(
+        f"_gt locations per episode in {where} ({len(lengths)} episodes, "
+        f"{time.perf_counter() - t0:.1f} s): min {q[0]}, p5 {q[1]}, p25 {q[2]}, median {q[3]}, "
+        f"p75 {q[4]}, p95 {q[5]}, max {q[6]}, mean {lengths.mean():.1f}"
+    )
+    episodes = make_episodes(args.episodes, args.positions, args.seed, lengths)
     ref_lengths = [len(e["reference_path"]) for e in episodes]
     print(
-        f"{args.episodes} episodes x {args.positions} positions, reference paths "
-        f"{min(ref_lengths)}-{max(ref_lengths)} points; geodesic = Euclidean stand-in"
+        f"{args.episodes} episodes x {args.positions} positions, references "
+        f"{min(ref_lengths)}-{max(ref_lengths)} points (mean {np.mean(ref_lengths):.1f}, "
+        f"0.25 m apart); d_th = {D_TH} m; geodesic = Euclidean stand-in"
     )
 
     t0 = time.perf_counter()

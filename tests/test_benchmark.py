@@ -28,6 +28,12 @@ def test_benchmark_writes_tables_and_reuses_its_dataset(tmp_path: Path) -> None:
     assert oracle["success"] > random["success"]
     assert oracle["csr"] > random["csr"]
     assert [row.name for row in outcome["tables"]["table2"].rows] == ["random", "oracle_linear"]
+    fidelity = results["runs"]["random"]["fidelity"]
+    assert fidelity["ndtw_threshold"] == 3.0 and fidelity["episodes_densified"] == 0
+    assert (
+        "nDTW / SDTW / CLS: d_th = 3.0 m; reference = _gt locations"
+        in (out / "table2.md").read_text()
+    )
     assert (out / "runs" / "random" / "trajectories.jsonl").is_file()
     stamp = (out / "dataset" / "stats.json").stat().st_mtime_ns
     run_benchmark(out, config=TINY, runs=RUNS[:1], workers=1)  # resumes: dataset reused

@@ -165,7 +165,7 @@ def run_benchmark(
         progress: ``progress(label, total)`` returning an ``advance()`` callback.
     """
     from condvln.agents.run import run_agent
-    from condvln.evaluation.evaluate import evaluate_run
+    from condvln.evaluation.evaluate import evaluate_run, fidelity_note
     from condvln.evaluation.tables import table2, table3
     from condvln.report.html import write_report
 
@@ -176,6 +176,7 @@ def run_benchmark(
     dataset = _dataset(out, config, workers, progress)
     records: dict[str, list[dict[str, Any]]] = {}
     summaries: dict[str, Any] = {}
+    note = ""  # how nDTW was computed: the same dataset, split and d_th for every run
     for spec in runs:
         run_dir = out / "runs" / spec.name
         summary = run_agent(
@@ -206,8 +207,13 @@ def run_benchmark(
             "seconds": round(summary.seconds, 2),
             "metrics": {k: v.get("mean") for k, v in result["metrics"]["metrics"].items()},
             "failure_categories": result["metrics"].get("failure_categories"),
+            "fidelity": result["metrics"]["fidelity"],
         }
-    tables = {"table2": table2(list(records.items())), "table3": table3(list(records.items()))}
+        note = fidelity_note(result["metrics"]["fidelity"])
+    tables = {
+        "table2": dataclasses.replace(table2(list(records.items())), note=note),
+        "table3": dataclasses.replace(table3(list(records.items())), note=note),
+    }
     for name, table in tables.items():
         atomic_write_bytes(out / f"{name}.md", table.to_markdown().encode())
         atomic_write_bytes(out / f"{name}.csv", table.to_csv().encode())

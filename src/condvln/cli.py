@@ -454,12 +454,28 @@ def evaluate_command(
     ] = None,
     name: Annotated[str | None, typer.Option(help="Run name in the tables.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap intervals.")] = 0,
+    ndtw_threshold: Annotated[
+        float,
+        typer.Option(
+            "--ndtw-threshold",
+            help="d_th of nDTW / SDTW / CLS in metres (VLN-CE's NDTW measure: 3.0).",
+        ),
+    ] = 3.0,
 ) -> None:
     """Score predictions: standard VLN metrics, BSA / CSR and branch diagnostics, with tables."""
     from condvln.evaluation.evaluate import evaluate_run, render_summary
 
     s = _settings(
-        ctx, "evaluate", config_file, overrides, {k: k for k in ("split", "name", "seed")}
+        ctx,
+        "evaluate",
+        config_file,
+        overrides,
+        {
+            "split": "split",
+            "name": "name",
+            "seed": "seed",
+            "ndtw_threshold": "metrics.fidelity_threshold",
+        },
     )
     result = evaluate_run(
         dataset, predictions, out, split=s.split, seed=s.seed, options=s.metrics, run_name=s.name

@@ -115,7 +115,14 @@ def test_structure_matches_the_published_vlnce_format(dataset: Path, fixtures_di
     assert set(next(iter(our_gt.values()))) == set(next(iter(real_gt.values())))
     test = _read(split_path(dataset, "test"))["episodes"][0]
     real_test = orjson.loads((folder / "test_format_sample.json").read_bytes())
-    assert set(test) == set(TEST_EPISODE_KEYS) == set(real_test["episodes"][0])
+    # VLN-CE's test episodes omit goals / reference_path; ours carry them empty so that
+    # habitat-lab's R2RVLN-v1 reader (which requires them) loads the split too.
+    assert (
+        set(test)
+        == set(TEST_EPISODE_KEYS)
+        == {*real_test["episodes"][0], "goals", "reference_path"}
+    )
+    assert test["goals"] == [] and test["reference_path"] == []
 
 
 def test_labels_programs_and_texts(dataset: Path) -> None:

@@ -113,6 +113,12 @@ def _perfect(episodes: list[Episode]) -> dict[int, Any]:
     return {e["episode_id"]: e["reference_path"] for e in episodes}
 
 
+def _gt_replay(dataset: Path) -> dict[int, Any]:
+    """The ground-truth locations of every train episode (what VLN-CE's NDTW aligns with)."""
+    with gzip.open(split_path(dataset, SPLIT, "_gt"), "rt") as f:
+        return {int(k): v["locations"] for k, v in json.load(f).items()}
+
+
 def _wrong_branch_paths(dataset: Path, episodes: list[Episode]) -> dict[int, list[Any]]:
     """Start → subgoals → the non-gold leaf farthest (geodesic) from the gold goal, when that
     leaf is more than twice the radius away."""
@@ -145,7 +151,7 @@ def _wrong_branch_paths(dataset: Path, episodes: list[Episode]) -> dict[int, lis
 
 
 def test_perfect_agent(dataset: Path, episodes: list[Episode], tmp_path: Path) -> None:
-    preds = _write_jsonl(tmp_path / "perfect.jsonl", _perfect(episodes))
+    preds = _write_jsonl(tmp_path / "perfect.jsonl", _gt_replay(dataset))
     result = evaluate_run(dataset, preds, tmp_path / "out", seed=1)
     assert result["split"] == SPLIT  # chosen from the ids: they equal the train split's
     records = _records(tmp_path / "out")
@@ -153,7 +159,7 @@ def test_perfect_agent(dataset: Path, episodes: list[Episode], tmp_path: Path) -
     by_id = {e["episode_id"]: e for e in episodes}
     for r in records:
         assert (r["success"], r["oracle_success"], r["bsa"], r["csr"]) == (1, 1, 1.0, 1)
-        assert r["ndtw"] == pytest.approx(1.0)
+        assert r["ndtw"] == 1.0 and r["sdtw"] == 1.0 and r["fidelity_reference"] == "gt"
         ref_len = r["reference_path_length"]
         ell = by_id[r["episode_id"]]["info"]["geodesic_distance"]
         assert r["spl"] == pytest.approx(ell / max(ell, ref_len)) and r["spl"] <= 1.0

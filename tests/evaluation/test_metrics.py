@@ -81,13 +81,19 @@ def test_fidelity_threshold_option() -> None:
         reference_path=ref,
         options=MetricOptions(fidelity_threshold=2.0),
     )
-    assert a["ndtw"] == pytest.approx(math.exp(-math.sqrt(2) / 2))
+    # default d_th = 3.0 m (VLN-CE's NDTW), not the 1 m success radius; DTW = sqrt(2)
+    assert a["ndtw"] == pytest.approx(math.exp(-math.sqrt(2) / 6))
     assert b["ndtw"] == pytest.approx(math.exp(-math.sqrt(2) / 4))
 
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"subgoal_order": "any"}, {"subgoal_positions": "first"}, {"fidelity_threshold": 0.0}],
+    [
+        {"subgoal_order": "any"},
+        {"subgoal_positions": "first"},
+        {"fidelity_threshold": 0.0},
+        {"fidelity_threshold": math.inf},
+    ],
 )
 def test_bad_options_are_config_errors(kwargs) -> None:
     with pytest.raises(ConfigError):

@@ -39,6 +39,7 @@ from condvln.agents.run import EpisodeSpec, episode_seeds, episode_specs
 from condvln.errors import ConfigError
 from condvln.evaluation.evaluate import SceneGeodesic, load_split_episodes, score_prediction
 from condvln.evaluation.predictions import Trajectory
+from condvln.evaluation.reference import fidelity_reference, gt_locations
 from condvln.nav import GridNavigator
 from condvln.scene.serialize import load_scene
 from condvln.sim.protocol import Observation, ObservationProtocol, parse_protocol
@@ -150,6 +151,7 @@ class CondVLNEnv(gymnasium.Env):
             raise ConfigError(f"split {split!r} of {self.dataset} has no episodes")
         self._index = {str(s.episode_id): i for i, s in enumerate(self.specs)}
         self._labels = {str(e["episode_id"]): e for e in load_split_episodes(self.dataset, split)}
+        self._gt_locations = gt_locations(self.dataset, split)[0]  # nDTW reference, as evaluate
         self.observation_space = observation_space(self.protocol)
         self.action_space = spaces.Discrete(4)
         self._scene_id: str | None = None
@@ -227,4 +229,5 @@ class CondVLNEnv(gymnasium.Env):
             traj.stop,
         )
         episode = self._labels[str(self._spec.episode_id)]
-        return dict(score_prediction(episode, prediction, self._geodesic))
+        reference, _ = fidelity_reference(episode, self._gt_locations)
+        return dict(score_prediction(episode, prediction, self._geodesic, reference))

@@ -42,9 +42,13 @@ TEST_EPISODE_KEYS = (
     "scene_id",
     "start_position",
     "start_rotation",
+    "goals",
     "instruction",
+    "reference_path",
 )
-"""Keys of a test episode (VLN-CE's test split hides goals, reference path and info)."""
+"""Keys of a test episode: VLN-CE's test split hides the answers, so ``info`` is left out and
+``goals`` / ``reference_path`` are empty lists (VLN-CE's ``VLN-CE-v1`` reader accepts them absent,
+habitat-lab's ``R2RVLN-v1`` requires them present; empty lists satisfy both)."""
 
 OPTIONAL_EPISODE_KEYS = ("scene_dataset_config",)
 """habitat-lab ``Episode`` fields written only when a scene needs them (ReplicaCAD: its scene

@@ -296,7 +296,7 @@ def _write_split(
         if split == "test":
             answers[str(number)] = {k: full[k] for k in ("goals", "reference_path", "info")}
             answers[str(number)]["gt"] = actions
-            full = {k: full[k] for k in TEST_EPISODE_KEYS}
+            full = {k: full[k] for k in TEST_EPISODE_KEYS} | {"goals": [], "reference_path": []}
         else:
             gt[str(number)] = actions
         episodes.append(full | habitat_extra)

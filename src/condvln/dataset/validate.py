@@ -107,6 +107,8 @@ def _check_schema(ep: dict[str, Any], test: bool) -> list[tuple[str, str]]:
         for k in ep
         if k not in keys and k not in OPTIONAL_EPISODE_KEYS
     ]
+    if test:  # the answers live in test_answers.json.gz only
+        problems += [(k, "must be an empty list") for k in ("goals", "reference_path") if ep.get(k)]
     instruction = ep.get("instruction")
     if isinstance(instruction, dict):
         problems += [

@@ -7,7 +7,7 @@ Layout of a dataset folder (what ``condvln generate`` writes)::
     train/train.json.gz                {"episodes": [...], "instruction_vocab": {"word_list": [...]}}
     train/train_gt.json.gz             {"<episode_id>": {"locations", "actions", "forward_steps"}}
     val_seen/…, val_unseen/…           as train
-    test/test.json.gz                  episodes without goals / reference_path / info
+    test/test.json.gz                  episodes without info, goals and reference_path empty lists
     test/test_answers.json.gz          {"<episode_id>": {"goals", "reference_path", "info"}}
 
 Files are gzip-compressed UTF-8 JSON written with a zero timestamp, so the same content always

@@ -2,7 +2,8 @@
 
 The pieces, bottom-up: :mod:`.spaces` (continuous / nav-graph distances), :mod:`.dtw` (exact
 DTW kernel), :mod:`.metrics` (pure per-episode metric functions and the metric registry),
-:mod:`.diagnostics` (wrong branch, failure categories, no-op patterns), :mod:`.scoring`
+:mod:`.diagnostics` (wrong branch, failure categories, no-op patterns), :mod:`.reference`
+(the dense ``_gt`` reference of continuous nDTW / SDTW / CLS), :mod:`.scoring`
 (:func:`score_episode`: one flat record per episode) and :mod:`.aggregate` (means with
 confidence intervals, breakdowns, invariant checks).
 """

@@ -22,8 +22,13 @@ Distances, as VLN-CE measures them:
 * geodesic (goal, subgoals, every branch goal) from the navigation layer's distance fields —
   one :class:`~condvln.nav.GridNavigator` per scene, one field per target, a vectorised query
   over all trajectory positions;
-* Euclidean for TL, nDTW and CLS against ``reference_path``;
-* radius = the goal's radius, ℓ = ``info.geodesic_distance``, gold branch = ``leaf_index``.
+* Euclidean for TL, nDTW and CLS; the reference of nDTW / SDTW / CLS is the episode's dense
+  ground truth (``locations`` of ``{split}_gt.json.gz``; test: ``test_answers.json.gz``) as in
+  VLN-CE's ``NDTW`` measure, or — for an episode without one — its ``reference_path``
+  densified every 0.25 m (:mod:`.reference`); each record says which (``fidelity_reference``)
+  and ``metrics.json`` counts both under ``fidelity`` with the threshold d_th;
+* radius = the goal's radius, ℓ = ``info.geodesic_distance`` (as VLN-CE's SPL), gold branch =
+  ``leaf_index``.
 
 Missing episodes (in the split, not in the predictions) score as
 :func:`~.scoring.invalid_episode`; extra ids (in the predictions, not in the split) are counted
@@ -69,6 +74,7 @@ from condvln.evaluation.predictions import (
     Trajectory,
     read_predictions,
 )
+from condvln.evaluation.reference import VLNCE_STEP, fidelity_reference, gt_locations
 from condvln.evaluation.scoring import Record, invalid_episode, score_episode
 from condvln.evaluation.spaces import ContinuousSpace, FloatArray
 from condvln.evaluation.tables import (
@@ -213,9 +219,13 @@ def score_prediction(
     episode: Mapping[str, Any],
     trajectory: Trajectory,
     geodesic: SceneGeodesic,
+    reference: Any,
     options: MetricOptions = DEFAULT_OPTIONS,
 ) -> Record:
     """Score one predicted trajectory against its episode (continuous mode).
+
+    Args:
+        reference: the nDTW / SDTW / CLS reference (:func:`~.reference.fidelity_reference`).
 
     Returns:
         The :func:`~.scoring.score_episode` record plus ``off_map_positions``.
@@ -230,7 +240,7 @@ def score_prediction(
             trajectory.positions,
             space=ContinuousSpace(lambda p, t: geodesic.distances(p, t, radius)),
             radius=radius,
-            reference_path=episode["reference_path"],
+            reference_path=reference,
             goal=goal["position"],
             subgoals=[s["position"] for s in labels["subgoals"]],
             stop_called=trajectory.stop,
@@ -251,11 +261,16 @@ def score_split(
     predictions: Predictions,
     split: str,
     options: MetricOptions = DEFAULT_OPTIONS,
+    locations: Mapping[str, Any] | None = None,
 ) -> list[Record]:
     """One record per episode, in dataset order (missing predictions: invalid records).
 
-    Episodes are scored scene by scene, so one navigator is alive at a time.
+    ``locations`` are the ground-truth locations by episode id (:func:`~.reference.gt_locations`;
+    ``None`` reads them from the dataset). Episodes are scored scene by scene, so one navigator
+    is alive at a time.
     """
+    if locations is None:
+        locations, _ = gt_locations(dataset_dir, split)
     records: list[Record | None] = [None] * len(episodes)
     index = load_scene_index(dataset_dir)
     files = [scene_json_path(dataset_dir, dict(ep), index) for ep in episodes]
@@ -266,7 +281,9 @@ def score_split(
         geodesic = SceneGeodesic(scene_file) if todo else None
         for i in indices:
             try:
-                records[i] = _score_one(episodes[i], predictions, geodesic, split, options)
+                records[i] = _score_one(
+                    episodes[i], predictions, geodesic, split, options, locations
+                )
             except (KeyError, IndexError, TypeError) as exc:
                 raise FormatError(
                     f"missing or malformed episode field ({exc!r})",
@@ -282,20 +299,23 @@ def _score_one(
     geodesic: SceneGeodesic | None,
     split: str,
     options: MetricOptions,
+    locations: Mapping[str, Any],
 ) -> Record:
     """The record of one episode: scored, or invalid when it has no prediction."""
     trajectory = predictions.get(episode["episode_id"])
+    reference, source = fidelity_reference(episode, locations)
     if trajectory is None or geodesic is None:
         n_sub = len(episode["info"]["condvln"]["subgoals"])
         score = invalid_episode(n_sub) | {"off_map_positions": 0}
     else:
-        score = score_prediction(episode, trajectory, geodesic, options)
+        score = score_prediction(episode, trajectory, geodesic, reference, options)
     status = None if trajectory is None else trajectory.status
     agent = {
         "agent_status": status,
         "agent_fault": None if status is None else status in AGENT_FAILURES,
     }
-    return _metadata(episode, split) | score | _branch_choice(episode, score) | agent
+    meta = _metadata(episode, split) | {"fidelity_reference": source}
+    return meta | score | _branch_choice(episode, score) | agent
 
 
 def _branch_choice(episode: Mapping[str, Any], score: Record) -> Record:
@@ -377,6 +397,39 @@ def _counts(records: Sequence[Record], episode_ids: set[int], predictions: Predi
             for status in AGENT_FAILURES
         },
     }
+
+
+def fidelity_summary(
+    records: Sequence[Record], options: MetricOptions, gt_file: str | None
+) -> Record:
+    """The ``fidelity`` block of ``metrics.json``: d_th and where every reference came from."""
+    sources = Counter(r.get("fidelity_reference") for r in records)
+    return {
+        "ndtw_threshold": options.fidelity_threshold,
+        "reference": "ground-truth locations (VLN-CE NDTW measure)",
+        "gt_file": gt_file,
+        "episodes_gt": sources["gt"],
+        "episodes_densified": sources["densified"],
+        "densify_step": VLNCE_STEP,
+    }
+
+
+def fidelity_note(fidelity: Mapping[str, Any]) -> str:
+    """One caption line for the tables: d_th and the reference of nDTW / SDTW / CLS.
+
+    >>> fidelity_note({"ndtw_threshold": 3.0, "episodes_gt": 5, "episodes_densified": 0,
+    ...                "densify_step": 0.25})
+    'nDTW / SDTW / CLS: d_th = 3.0 m; reference = _gt locations (5 episodes)'
+    """
+    parts = [f"_gt locations ({fidelity['episodes_gt']} episodes)"]
+    if fidelity["episodes_densified"]:
+        parts.append(
+            f"reference_path densified every {fidelity['densify_step']} m "
+            f"({fidelity['episodes_densified']} episodes without _gt)"
+        )
+    return f"nDTW / SDTW / CLS: d_th = {fidelity['ndtw_threshold']} m; reference = " + (
+        ", ".join(parts)
+    )
 
 
 def _manifest(
@@ -473,17 +526,30 @@ def evaluate_run(
     episodes = load_split_episodes(dataset_dir, split)
     if not episodes:
         raise ConfigError(f"split {split!r} of {dataset_dir} has no episodes")
-    records = score_split(dataset_dir, episodes, predictions, split, options)
+    locations, gt_file = gt_locations(dataset_dir, split)
+    records = score_split(dataset_dir, episodes, predictions, split, options, locations)
     name = run_name or run_name_of(predictions_path)
     counts = _counts(records, {e["episode_id"] for e in episodes}, predictions)
-    metrics = {"run": name, "split": split, "counts": counts, **summarize(records, seed=seed)}
+    gt_rel = None if gt_file is None else str(Path(gt_file).relative_to(dataset_dir))
+    fidelity = fidelity_summary(records, options, gt_rel)
+    metrics = {
+        "run": name,
+        "split": split,
+        "counts": counts,
+        "fidelity": fidelity,
+        **summarize(records, seed=seed),
+    }
     runs = {name: records}
+    note = fidelity_note(fidelity)
     result = {
         "run": name,
         "split": split,
         "records": records,
         "metrics": metrics,
-        "tables": {"table2": table2(runs), "table3": table3(runs)},
+        "tables": {
+            "table2": dataclasses.replace(table2(runs), note=note),
+            "table3": dataclasses.replace(table3(runs), note=note),
+        },
         "manifest": _manifest(dataset_dir, predictions_path, split, seed, options) | {"run": name},
         "out_dir": str(out_dir),
     }
@@ -516,6 +582,12 @@ def render_summary(result: Mapping[str, Any]) -> RenderableType:
         for key in MAIN_METRICS
         if key in metrics["metrics"]
     ]
+    lines.append(
+        Text(
+            f"  {fidelity_note(metrics['fidelity'])}",
+            style="yellow" if metrics["fidelity"]["episodes_densified"] else "",
+        )
+    )
     lines.append(Text(f"  pair_consistency: {_fmt(metrics['pair_consistency'])}"))
     failed = {k: n for k, n in counts["agent_failures"].items() if n}
     if failed:

@@ -9,8 +9,9 @@ measures them and returns every metric of one episode. Conventions (DESIGN §4, 
   STOP was called (``require_stop``); oracle success: any recorded position within the radius;
 * TL sums path-distance steps; SPL = S·ℓ / max(ℓ, TL);
 * nDTW = exp(−DTW / (|R|·d_th)) with exact DTW, on the trajectory with consecutive duplicates
-  dropped (VLN-CE, ``dedup=True``) or as given (R4R, ``dedup=False``); SDTW = S·nDTW;
-* CLS = PC·LS as in R4R;
+  dropped (VLN-CE, ``dedup=True``) or as given (R4R, ``dedup=False``); SDTW = S·nDTW; d_th is
+  ``fidelity_threshold`` (default 3.0 m as VLN-CE), not the success radius;
+* CLS = PC·LS as in R4R, on the same reference and d_th;
 * BSA / CSR as in the CondVLN paper (:func:`subgoals_reached`, :func:`branch_score`);
 * goal-condition success and path-length-weighted scores as in ALFRED / TEACh.
 
@@ -59,7 +60,8 @@ class MetricOptions:
         subgoal_order: ``"nondecreasing"`` lets one position satisfy consecutive subgoals;
             ``"increasing"`` needs a later position for each next subgoal.
         subgoal_positions: ``"all"`` recorded positions count for BSA, or only the ``"stop"``.
-        fidelity_threshold: d_th of nDTW / CLS in metres; ``None`` uses the success radius.
+        fidelity_threshold: d_th of nDTW / SDTW / CLS in metres (VLN-CE's NDTW measure and
+            R4R use 3.0 m, independent of the success radius).
     """
 
     strict: bool = True
@@ -68,15 +70,15 @@ class MetricOptions:
     undefined_as_none: bool = False
     subgoal_order: Literal["nondecreasing", "increasing"] = "nondecreasing"
     subgoal_positions: Literal["all", "stop"] = "all"
-    fidelity_threshold: float | None = None
+    fidelity_threshold: float = 3.0
 
     def __post_init__(self) -> None:
         if self.subgoal_order not in ("nondecreasing", "increasing"):
             raise ConfigError(f"unknown subgoal_order {self.subgoal_order!r}")
         if self.subgoal_positions not in ("all", "stop"):
             raise ConfigError(f"unknown subgoal_positions {self.subgoal_positions!r}")
-        if self.fidelity_threshold is not None and not self.fidelity_threshold > 0:
-            raise ConfigError("fidelity_threshold must be positive")
+        if not 0 < self.fidelity_threshold < math.inf:
+            raise ConfigError("fidelity_threshold (nDTW d_th) must be a positive number of metres")
 
 
 DEFAULT_OPTIONS = MetricOptions()

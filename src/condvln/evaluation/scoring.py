@@ -83,13 +83,12 @@ def _fidelity(
     ref: np.ndarray | None,
     succ: int,
     tl: float,
-    radius: float,
     o: m.MetricOptions,
 ) -> Record:
     """Reference length, DTW, nDTW, SDTW and CLS (all ``None`` without a reference path)."""
     if ref is None:
         return dict.fromkeys(_FIDELITY_KEYS)
-    threshold = o.fidelity_threshold or radius
+    threshold = o.fidelity_threshold
     cost = space.pairwise(ref, traj)
     dtw_value = dtw(cost[:, dedup_mask(traj)] if o.dedup else cost)
     ndtw_value = m.ndtw(dtw_value, len(ref), threshold)
@@ -128,12 +127,15 @@ def score_episode(
             in-place turns repeat a position.
         space: :class:`~.spaces.ContinuousSpace` or :class:`~.spaces.GraphSpace`.
         radius: success radius τ (metres).
-        reference_path: the reference path; ``None`` leaves the fidelity metrics ``None``.
+        reference_path: the reference of nDTW / SDTW / CLS (continuous mode: the dense
+            ``_gt`` locations, see :mod:`.reference`; nav-graph mode: the reference node path);
+            ``None`` leaves the fidelity metrics ``None``.
         goal: the goal; default ``reference_path[-1]``.
         subgoals: ordered subgoals of the correct branch (BSA / CSR).
         stop_called: whether the agent called STOP.
-        shortest_path_length: ℓ for SPL (e.g. ``info.geodesic_distance``); default the
-            geodesic distance from ``trajectory[0]`` to the goal.
+        shortest_path_length: ℓ for SPL (VLN-CE: the episode's ``info.geodesic_distance``);
+            default the distance from ``reference_path[0]`` to the goal as R2R's ``eval.py``
+            computes it (from ``trajectory[0]`` only when there is no reference path).
         branch_goals: all leaf goals of the program, gold included (diagnostics).
         gold_branch: index of the gold leaf in ``branch_goals``.
         actions: logged action ids (0 STOP, 1 FORWARD, 2 LEFT, 3 RIGHT), for no-op counts.
@@ -156,15 +158,19 @@ def score_episode(
         raise ValidationError("an episode needs a goal or a reference path")
     n_sub = len(subgoals)
     leaves = [] if branch_goals is None or gold_branch is None else list(branch_goals)
-    dist = space.to_targets(traj, _targets(space, ref, goal, [*subgoals, *leaves]))
+    targets = _targets(space, ref, goal, [*subgoals, *leaves])
+    dist = space.to_targets(traj, targets)
     goal_d, sub_d, leaf_d = dist[0], dist[1 : 1 + n_sub], dist[1 + n_sub :, -1]
+    if shortest_path_length is None:
+        start = traj[:1] if ref is None else ref[:1]
+        shortest_path_length = float(space.to_targets(start, targets[:1])[0, 0])
 
     o = options
     succ = m.success(
         goal_d, radius, stop_called=stop_called, strict=o.strict, require_stop=o.require_stop
     )
     tl = m.path_length(space.step_lengths(traj))
-    ell = float(goal_d[0]) if shortest_path_length is None else shortest_path_length
+    ell = shortest_path_length
     osr = m.oracle_success(goal_d, radius, strict=o.strict)
     k = m.subgoals_reached(
         sub_d, radius, strict=o.strict, order=o.subgoal_order, positions=o.subgoal_positions
@@ -183,7 +189,7 @@ def score_episode(
         "path_length": tl,
         "geodesic_distance": ell,
         "spl": m.spl(succ, ell, tl, undefined_as_none=o.undefined_as_none),
-        **_fidelity(space, traj, ref, succ, tl, radius, o),
+        **_fidelity(space, traj, ref, succ, tl, o),
         "subgoals_total": n_sub,
         "subgoals_reached": k,
         "bsa_included": branch.included,

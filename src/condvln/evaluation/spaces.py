@@ -5,7 +5,8 @@ Every metric needs two kinds of distance (DESIGN §4):
 * the **geodesic** distance from trajectory positions to targets (goal, subgoals, leaf goals),
   used by NE, success, oracle success, SPL's shortest path and BSA / CSR;
 * the **path** distance between two positions, used by TL, nDTW and CLS: Euclidean in
-  continuous mode (as VLN-CE does), the graph distance in nav-graph mode (as R2R / R4R do).
+  continuous mode (as VLN-CE does), the graph distance in nav-graph mode (as R2R / R4R do;
+  nDTW / CLS may use Euclidean node distances instead, see :class:`GraphSpace`).
 
 A space first *encodes* a path (positions → ``(n, d)`` float array, node ids → ``(n,)`` index
 array); every other method works on encoded arrays, so the metric code is the same in both modes.
@@ -24,7 +25,7 @@ array); every other method works on encoded arrays, so the metric code is the sa
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -50,7 +51,7 @@ class MetricSpace(Protocol):
         ...
 
     def pairwise(self, a: NDArray[Any], b: NDArray[Any]) -> FloatArray:
-        """Path distances between every ``a[i]`` and ``b[j]``, shape ``(len(a), len(b))``."""
+        """nDTW / CLS point distances ``a[i]`` ↔ ``b[j]``, shape ``(len(a), len(b))``."""
         ...
 
     def step_lengths(self, points: NDArray[Any]) -> FloatArray:
@@ -116,12 +117,30 @@ class ContinuousSpace:
 class GraphSpace:
     """Nav-graph nodes with an all-pairs shortest-path distance matrix (R2R / R4R style).
 
+    By default nDTW / SDTW / CLS compare nodes by graph distance (R4R's ``dtw.py`` /
+    ``cls.py``). With ``coordinates`` they can compare them by the Euclidean distance between
+    the nodes' positions instead (``fidelity="euclidean"``), the other nDTW variant of Ilharco
+    et al. (2019); TL and the reference length stay graph path lengths (in the R2R connectivity
+    graphs an edge's weight is the Euclidean length of that edge anyway).
+
     Args:
         nodes: node ids, in matrix order.
         matrix: ``(len(nodes), len(nodes))`` finite, non-negative distances.
+        coordinates: ``(len(nodes), d)`` node positions (needed for ``fidelity="euclidean"``).
+        fidelity: ``"graph"`` or ``"euclidean"`` point distance for nDTW / SDTW / CLS.
+
+    >>> line = GraphSpace(["a", "b"], [[0, 5], [5, 0]], [[0, 0], [3, 4]], fidelity="euclidean")
+    >>> line.pairwise(line.encode(["a"]), line.encode(["b"])).tolist()
+    [[5.0]]
     """
 
-    def __init__(self, nodes: Sequence[Hashable], matrix: ArrayLike) -> None:
+    def __init__(
+        self,
+        nodes: Sequence[Hashable],
+        matrix: ArrayLike,
+        coordinates: ArrayLike | None = None,
+        fidelity: Literal["graph", "euclidean"] = "graph",
+    ) -> None:
         self.nodes = list(nodes)
         self.index = {node: i for i, node in enumerate(self.nodes)}
         self.matrix = _checked(np.asarray(matrix, dtype=np.float64), "graph distances")
@@ -129,16 +148,33 @@ class GraphSpace:
             raise ValidationError(
                 f"distance matrix shape {self.matrix.shape} does not match {len(self.nodes)} nodes"
             )
+        if fidelity not in ("graph", "euclidean"):
+            raise ValidationError(f"unknown fidelity distance {fidelity!r}")
+        self.fidelity = fidelity
+        self.coordinates = None if coordinates is None else ContinuousSpace().encode(coordinates)
+        if self.coordinates is not None and len(self.coordinates) != len(self.nodes):
+            raise ValidationError(
+                f"{len(self.coordinates)} node coordinates for {len(self.nodes)} nodes"
+            )
+        if fidelity == "euclidean" and self.coordinates is None:
+            raise ValidationError("fidelity='euclidean' needs node coordinates")
 
     @classmethod
-    def from_dict(cls, distances: Mapping[Hashable, Mapping[Hashable, float]]) -> GraphSpace:
-        """Build from a dict of dicts ``distances[u][v]`` (every pair must be present)."""
+    def from_dict(
+        cls,
+        distances: Mapping[Hashable, Mapping[Hashable, float]],
+        coordinates: Mapping[Hashable, Sequence[float]] | None = None,
+        fidelity: Literal["graph", "euclidean"] = "graph",
+    ) -> GraphSpace:
+        """Build from a dict of dicts ``distances[u][v]`` (every pair must be present) and,
+        optionally, ``coordinates[u]``."""
         nodes = list(distances)
         try:
             matrix = [[float(distances[u][v]) for v in nodes] for u in nodes]
+            coords = None if coordinates is None else [coordinates[u] for u in nodes]
         except KeyError as err:
             raise ValidationError(f"graph distance missing for node {err.args[0]!r}") from None
-        return cls(nodes, matrix)
+        return cls(nodes, matrix, coords, fidelity)
 
     def encode(self, path: Sequence[Any] | ArrayLike) -> NDArray[np.intp]:
         """Node ids as an index array; unknown ids raise :class:`ValidationError`."""
@@ -152,7 +188,10 @@ class GraphSpace:
         return self.matrix[np.ix_(targets, points)]
 
     def pairwise(self, a: NDArray[np.intp], b: NDArray[np.intp]) -> FloatArray:
-        """Graph distances between every ``a[i]`` and ``b[j]``."""
+        """Graph (or, with ``fidelity="euclidean"``, Euclidean) distances ``a[i]`` ↔ ``b[j]``."""
+        if self.fidelity == "euclidean":
+            assert self.coordinates is not None  # checked in __init__
+            return pairwise_euclidean(self.coordinates[a], self.coordinates[b])
         return self.matrix[np.ix_(a, b)]
 
     def step_lengths(self, points: NDArray[np.intp]) -> FloatArray:

@@ -94,12 +94,14 @@ class ResultTable:
         groups: ``(group label, column labels)`` in order.
         rows: one :class:`Row` per run.
         decimals: decimals shown in Markdown and rich output.
+        note: a second caption line (e.g. how nDTW was computed), empty for none.
     """
 
     title: str
     groups: tuple[tuple[str, tuple[str, ...]], ...]
     rows: tuple[Row, ...]
     decimals: int
+    note: str = ""
 
     @property
     def columns(self) -> list[str]:
@@ -114,6 +116,7 @@ class ResultTable:
         header = ["Model", "N", *self.columns]
         lines = [
             f"**{self.title}**",
+            *([f"_{self.note}_"] if self.note else []),
             "",
             "| " + " | ".join(header) + " |",
             "|" + "|".join(["---", "---:"] + ["---:"] * len(self.columns)) + "|",
@@ -154,7 +157,7 @@ class ResultTable:
 
     def to_rich(self) -> Table:
         """A rich table (group label above each column label)."""
-        table = Table(title=self.title)
+        table = Table(title=self.title, caption=self.note or None)
         table.add_column("Model")
         table.add_column("N", justify="right")
         for group, columns in self.groups:

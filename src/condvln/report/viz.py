@@ -361,6 +361,7 @@ def viz_episode(
     """
     from condvln.evaluation.evaluate import SceneGeodesic, load_split_episodes, score_prediction
     from condvln.evaluation.predictions import read_predictions
+    from condvln.evaluation.reference import fidelity_reference, gt_locations
 
     run_dir = Path(run_dir)
     manifest = read_json(run_dir / "manifest.json")
@@ -375,7 +376,8 @@ def viz_episode(
     episode = episodes[episode_id]
     figure = episode_figure(episode)
     geodesic = SceneGeodesic(scene_file(dataset, figure.scene_id))
-    record = score_prediction(episode, trajectory, geodesic)
+    reference, _ = fidelity_reference(episode, gt_locations(dataset, split)[0])
+    record = score_prediction(episode, trajectory, geodesic, reference)
     agent, name = str(manifest.get("agent", "")), run_dir.resolve().name
     label = name if agent in ("", name) else f"{name} (agent {agent})"
     path = agent_path(label, trajectory.positions, record, trajectory.stop)
