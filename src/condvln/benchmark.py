@@ -54,6 +54,11 @@ class RunSpec:
     agent_args: dict[str, Any] = field(default_factory=dict)
 
 
+PIXELS = {"sensors": ["depth", "semantic"], "detections": False}
+"""Protocol of the pixel-perception rows: rendered depth + semantic images, no symbolic
+detections."""
+
+
 def benchmark_runs(noise: Mapping[str, float] = NOISE) -> tuple[RunSpec, ...]:
     """The baselines, from the weakest reference to the paper's oracle; ``noise`` is the
     perception noise of the ``neurosymbolic+noise`` run."""
@@ -69,6 +74,14 @@ def benchmark_runs(noise: Mapping[str, float] = NOISE) -> tuple[RunSpec, ...]:
 
 RUNS = benchmark_runs()
 """The default rows of the benchmark."""
+
+PIXEL_RUNS = (
+    RunSpec("neurosymbolic_pixels", "neurosymbolic_pixels", PIXELS),
+    RunSpec("neurosymbolic_pixels+noise", "neurosymbolic_pixels_noisy", PIXELS),
+)
+"""The neurosymbolic agent perceiving from pixels, clean and with pixel noise. They render
+256×256 depth + semantic images at every step (≈ 20× the CPU per step of a symbolic row), so they run
+with ``full=True`` or ``pixels=True`` only."""
 
 
 def user_runs(
@@ -132,7 +145,8 @@ def run_benchmark(
     full: bool = False,
     split: str = "val_unseen",
     workers: int | Executor = 1,
-    runs: tuple[RunSpec, ...] = RUNS,
+    runs: tuple[RunSpec, ...] | None = None,
+    pixels: bool = False,
     config: GenerateConfig | None = None,
     protocol: Mapping[str, Any] | None = None,
     options: MetricOptions = DEFAULT_OPTIONS,
@@ -146,7 +160,9 @@ def run_benchmark(
         split: Split the agents are run and scored on.
         workers: Worker processes for generation, the agent runs and scoring, or an
             :class:`~condvln.parallel.Executor` (``Executor("ray", ...)`` runs all on Ray).
-        runs: The rows of the benchmark.
+        runs: The rows of the benchmark (default: :data:`RUNS`, plus :data:`PIXEL_RUNS` with
+            ``full`` or ``pixels``).
+        pixels: Add the pixel-perception rows to the default rows.
         config: Dataset configuration (overrides ``full``; for custom or test runs).
         protocol: Observation protocol of every run (a run's own settings go on top).
         options: Metric conventions and thresholds.
@@ -158,6 +174,8 @@ def run_benchmark(
     from condvln.report.html import write_report
 
     out = Path(out)
+    if runs is None:
+        runs = RUNS + PIXEL_RUNS if full or pixels else RUNS
     config = config or (GenerateConfig() if full else SMALL)
     executor = Executor.of(workers)
     dataset = _dataset(out, config, executor, progress)

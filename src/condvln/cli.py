@@ -565,6 +565,17 @@ def run_command(
         float, typer.Option(help="Perception noise: spurious detections per step.")
     ] = 0.0,
     map_access: Annotated[bool, typer.Option(help="Give the agent the navigable map.")] = True,
+    sensor: Annotated[
+        list[str] | None,
+        typer.Option(help="Pixel sensor rendered every step: rgb, depth, semantic (repeatable)."),
+    ] = None,
+    detections: Annotated[
+        bool, typer.Option(help="Give the symbolic detections (off: perceive from pixels only).")
+    ] = True,
+    record: Annotated[
+        int, typer.Option(help="Write a video of each of the first N episodes into OUT/videos.")
+    ] = 0,
+    record_format: Annotated[str, typer.Option(help="Video format: mp4 or gif.")] = "mp4",
     agent_arg: AgentArgOption = None,
     batch_size: Annotated[
         int, typer.Option(help="Episodes per worker stepped in lockstep (agents with act_batch).")
@@ -596,6 +607,7 @@ def run_command(
     protocol_keys = ("panoramic", "miss_rate", "confusion_rate", "false_detection_rate")
     keys = {"split": "split", "limit": "limit", "seed": "seed", "map_access": "protocol.map_access"}
     keys |= {k: f"protocol.{k}" for k in protocol_keys}
+    keys |= {"sensor": "protocol.sensors", "detections": "protocol.detections"}
     s = _settings(ctx, "run", config_file, overrides, keys)
     with _MultiProgress(quiet) as bars:
         summary = run_agent(
@@ -613,6 +625,8 @@ def run_command(
             fail_fast=fail_fast,
             limit=s.limit,
             progress=_done_total(bars, f"{agent} on {s.split}"),
+            videos=record,
+            video_format=record_format,
         )
     console.print(
         f"wrote {out}: {summary.ran} episodes run, {summary.skipped} resumed, "
@@ -783,6 +797,10 @@ def benchmark_command(
         typer.Option(help="Instructions sampled per house (default 50; 75 with --full)."),
     ] = None,
     split: Annotated[str, typer.Option(help="Split the agents are scored on.")] = "val_unseen",
+    pixels: Annotated[
+        bool,
+        typer.Option(help="Add the pixel-perception rows (always on with --full; slow)."),
+    ] = False,
     agent: Annotated[
         list[str] | None,
         typer.Option(
@@ -800,7 +818,7 @@ def benchmark_command(
 ) -> None:
     """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
     from condvln.agents.base import parse_agent_args
-    from condvln.benchmark import benchmark_runs, run_benchmark, user_runs
+    from condvln.benchmark import PIXEL_RUNS, benchmark_runs, run_benchmark, user_runs
     from condvln.dataset.generate import GenerateConfig
 
     keys = {"scenes": "dataset.scenes", "per_scene": "dataset.per_scene", "split": "split"}
@@ -813,6 +831,7 @@ def benchmark_command(
             split=s.split,
             workers=_executor(executor, workers, ray_address, agent_resources),
             runs=benchmark_runs(s.noise.model_dump())
+            + (PIXEL_RUNS if full or pixels else ())
             + user_runs(agent or (), parse_agent_args(agent_arg or ())),
             protocol=s.protocol.model_dump(),
             options=s.metrics,

@@ -12,6 +12,8 @@ and records every episode. A run folder holds::
                          agent failed); len(positions) == len(actions) + 1
     predictions.json     VLN-CE leaderboard form {"<episode_id>": [{"position", "heading",
                          "stop"}, ...]}
+    videos/              with ``record=N``: ``episode_<id>.mp4`` (or ``.gif``) of the first N
+                         episodes of the split (:mod:`condvln.sim.video`)
 
 **Workers.** Each worker (this process, one pool process, or one Ray actor each —
 :mod:`condvln.parallel.executors`) builds *one* agent for the
@@ -369,6 +371,7 @@ class EpisodeWorker:
             protocol=sim.protocol,
             map=sim.map_view() if sim.protocol.map_access else None,
             seed=agent_seed,
+            semantics=sim.semantic_table() if "semantic" in sim.protocol.sensors else None,
         )
         call_agent("reset", self.agent.reset, view, timeout=self.config.step_timeout)
         return episode
@@ -642,6 +645,51 @@ def _finalise(out_dir: Path) -> None:
     atomic_write_bytes(out_dir / PREDICTIONS, dumps_json(predictions(records)))
 
 
+def _check_video_format(video_format: str) -> None:
+    if video_format not in ("mp4", "gif"):
+        raise ConfigError(f"video format must be 'mp4' or 'gif', got {video_format!r}")
+
+
+def record_videos(
+    dataset_dir: Path,
+    out_dir: Path,
+    specs: list[EpisodeSpec],
+    protocol: ObservationProtocol,
+    video_format: str = "mp4",
+) -> list[Path]:
+    """Write ``videos/episode_<id>.<format>`` for the ``specs`` episodes of a finished run.
+
+    Frames are re-rendered from the recorded poses with the protocol's RGB camera, so videos
+    need no sensor in the protocol and do not change the run.
+    """
+    from condvln.nav import GridNavigator
+    from condvln.scene.mesh import compose_scene_mesh
+    from condvln.sim.render import Renderer
+    from condvln.sim.video import episode_frames, write_video
+
+    _check_video_format(video_format)
+    records = {str(r["episode_id"]): r for r in read_trajectories(out_dir / TRAJECTORIES)}
+    written = []
+    scenes: dict[str, tuple[GridNavigator, Renderer]] = {}
+    for spec in specs:
+        if spec.scene_id not in scenes:
+            scene = load_scene(dataset_dir / spec.scene_id)
+            scenes = {spec.scene_id: (GridNavigator(scene), Renderer(compose_scene_mesh(scene)))}
+        navigator, renderer = scenes[spec.scene_id]
+        record = records[str(spec.episode_id)]
+        frames = episode_frames(
+            renderer,
+            navigator,
+            protocol.rgb,
+            record["positions"],
+            record["headings"],
+            spec.instruction,
+        )
+        path = out_dir / "videos" / f"episode_{spec.episode_id}.{video_format}"
+        written.append(write_video(frames, path))
+    return written
+
+
 def _finished(out_dir: Path) -> set[str]:
     """Ids of the episodes that ended without an agent failure (failed ones are re-run)."""
     latest = {str(r["episode_id"]): r for r in read_trajectories(out_dir / TRAJECTORIES)}
@@ -685,6 +733,8 @@ def run_agent(
     resume: bool = True,
     limit: int | None = None,
     progress: Progress | None = None,
+    videos: int = 0,
+    video_format: str = "mp4",
     executor: Executor | None = None,
     shard: Shard | None = None,
 ) -> RunSummary:
@@ -714,6 +764,8 @@ def run_agent(
         resume: Skip episodes already finished in ``out_dir``; ``False`` starts over.
         limit: Run only the first ``limit`` episodes of the split.
         progress: Called as ``progress(done, total)`` after each episode.
+        videos: Write a video of each of the first ``videos`` episodes into ``videos/``.
+        video_format: ``"mp4"`` or ``"gif"``.
         executor: Where workers run (default: ``workers`` local processes); with Ray each
             worker is an actor holding one agent.
         shard: Run only this shard of the (limited) split; ``condvln merge`` joins shards.
@@ -723,10 +775,11 @@ def run_agent(
 
     Raises:
         ConfigError: Unknown agent, invalid options, a resume whose settings differ, a dead
-            worker process, or (``fail_fast``) a failed episode.
+            worker process, (``fail_fast``) a failed episode, or an unknown video format.
         FormatError: Unreadable dataset files.
     """
     started = time.perf_counter()
+    _check_video_format(video_format)
     dataset_dir, out_dir = Path(dataset_dir).resolve(), Path(out_dir)
     if batch_size < 1:
         raise ConfigError(f"batch size must be at least 1, got {batch_size}")
@@ -800,6 +853,8 @@ def run_agent(
             if progress is not None:
                 progress(count, len(specs))
     _finalise(out_dir)
+    if videos > 0:
+        record_videos(dataset_dir, out_dir, specs[:videos], proto, video_format)
     return RunSummary(
         out_dir=out_dir,
         agent=agent_name,
