@@ -40,3 +40,14 @@ def test_benchmark_writes_tables_and_reuses_its_dataset(tmp_path: Path) -> None:
     assert (out / "dataset" / "stats.json").stat().st_mtime_ns == stamp
     with pytest.raises(ConfigError, match="another configuration"):
         run_benchmark(out, config=GenerateConfig(scenes=3, per_scene=10), runs=RUNS, workers=1)
+
+
+def test_pixel_rows_join_with_full_or_pixels_only() -> None:
+    from condvln.agents.base import AGENTS
+    from condvln.benchmark import PIXEL_RUNS, PIXELS, RUNS
+    from condvln.sim.protocol import parse_protocol
+
+    assert not {r.agent for r in RUNS} & {r.agent for r in PIXEL_RUNS}
+    assert {r.agent for r in PIXEL_RUNS} <= set(AGENTS.names())
+    protocol = parse_protocol(PIXELS)
+    assert protocol.sensors == ("depth", "semantic") and not protocol.detections

@@ -33,6 +33,7 @@ from condvln.dataset.vlnce import SPLITS, load_split
 from condvln.errors import ConfigError
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.io import atomic_write_bytes, output_lock, output_path, read_json
+from condvln.parallel.executors import Executor
 from condvln.provenance import provenance
 
 Progress = Callable[[str, int], Callable[[], None]]
@@ -54,6 +55,11 @@ class RunSpec:
     agent_args: dict[str, Any] = field(default_factory=dict)
 
 
+PIXELS = {"sensors": ["depth", "semantic"], "detections": False}
+"""Protocol of the pixel-perception rows: rendered depth + semantic images, no symbolic
+detections."""
+
+
 def benchmark_runs(noise: Mapping[str, float] = NOISE) -> tuple[RunSpec, ...]:
     """The baselines, from the weakest reference to the paper's oracle; ``noise`` is the
     perception noise of the ``neurosymbolic+noise`` run."""
@@ -69,6 +75,14 @@ def benchmark_runs(noise: Mapping[str, float] = NOISE) -> tuple[RunSpec, ...]:
 
 RUNS = benchmark_runs()
 """The default rows of the benchmark."""
+
+PIXEL_RUNS = (
+    RunSpec("neurosymbolic_pixels", "neurosymbolic_pixels", PIXELS),
+    RunSpec("neurosymbolic_pixels+noise", "neurosymbolic_pixels_noisy", PIXELS),
+)
+"""The neurosymbolic agent perceiving from pixels, clean and with pixel noise. They render
+256×256 depth + semantic images at every step (≈ 20× the CPU per step of a symbolic row), so they run
+with ``full=True`` or ``pixels=True`` only."""
 
 
 def user_runs(
@@ -93,7 +107,9 @@ def user_runs(
     return tuple(rows)
 
 
-def _dataset(out: Path, config: GenerateConfig, workers: int, progress: Progress | None) -> Path:
+def _dataset(
+    out: Path, config: GenerateConfig, workers: Executor, progress: Progress | None
+) -> Path:
     """The benchmark dataset: reused when ``stats.json`` carries the same config hash."""
     folder = out / "dataset"
     stats_file = folder / "stats.json"
@@ -129,8 +145,9 @@ def run_benchmark(
     *,
     full: bool = False,
     split: str = "val_unseen",
-    workers: int = 1,
-    runs: tuple[RunSpec, ...] = RUNS,
+    workers: int | Executor = 1,
+    runs: tuple[RunSpec, ...] | None = None,
+    pixels: bool = False,
     config: GenerateConfig | None = None,
     protocol: Mapping[str, Any] | None = None,
     options: MetricOptions = DEFAULT_OPTIONS,
@@ -142,8 +159,11 @@ def run_benchmark(
         out: Results folder (created; an interrupted benchmark resumes where it stopped).
         full: Use the paper-scale dataset instead of the small default.
         split: Split the agents are run and scored on.
-        workers: Worker processes for generation and for the agent runs.
-        runs: The rows of the benchmark.
+        workers: Worker processes for generation, the agent runs and scoring, or an
+            :class:`~condvln.parallel.Executor` (``Executor("ray", ...)`` runs all on Ray).
+        runs: The rows of the benchmark (default: :data:`RUNS`, plus :data:`PIXEL_RUNS` with
+            ``full`` or ``pixels``).
+        pixels: Add the pixel-perception rows to the default rows.
         config: Dataset configuration (overrides ``full``; for custom or test runs).
         protocol: Observation protocol of every run (a run's own settings go on top).
         options: Metric conventions and thresholds.
@@ -153,17 +173,21 @@ def run_benchmark(
     config = config or (GenerateConfig() if full else SMALL)
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
-    if workers < 1:
+    if isinstance(workers, int) and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
+    if runs is None:
+        runs = RUNS + PIXEL_RUNS if full or pixels else RUNS
     with output_lock(out):
-        return _benchmark(out, config, split, workers, runs, protocol, options, progress)
+        return _benchmark(
+            out, config, split, Executor.of(workers), runs, protocol, options, progress
+        )
 
 
 def _benchmark(
     out: Path,
     config: GenerateConfig,
     split: str,
-    workers: int,
+    executor: Executor,
     runs: tuple[RunSpec, ...],
     protocol: Mapping[str, Any] | None,
     options: MetricOptions,
@@ -174,7 +198,7 @@ def _benchmark(
     from condvln.evaluation.tables import table2, table3
     from condvln.report.html import write_report
 
-    dataset = _dataset(out, config, workers, progress)
+    dataset = _dataset(out, config, executor, progress)
     if not load_split(dataset, split)["episodes"]:
         raise ConfigError(
             f"split {split!r} of {dataset} has no episodes: the dataset is too small "
@@ -192,7 +216,7 @@ def _benchmark(
             run_dir,
             agent_args=spec.agent_args,
             protocol={**(protocol or {}), **spec.protocol},
-            workers=workers,
+            executor=executor,
             progress=_episode_progress(progress, f"run {spec.name}"),
         )
         result = evaluate_run(
@@ -202,6 +226,7 @@ def _benchmark(
             split=split,
             options=options,
             run_name=spec.name,
+            executor=executor,
         )
         records[spec.name] = result["records"]
         summaries[spec.name] = {

@@ -201,6 +201,39 @@ WorkersOption = Annotated[
     typer.Option("--workers", "-j", min=1, max=1024, help="Worker processes (default: all cores)."),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+ExecutorOption = Annotated[
+    str, typer.Option(help="Where the work runs: local (processes) or ray (condvln[ray]).")
+]
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="Ray cluster to join: auto or HOST:PORT (default: start a private local one).",
+    ),
+]
+AgentResourcesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--agent-resources",
+        help="Ray options of each agent actor as JSON, e.g. '{\"num_gpus\": 1}'.",
+    ),
+]
+ShardOption = Annotated[
+    str | None,
+    typer.Option(help="Only shard i/N (0-based) of the split; join shards with `condvln merge`."),
+]
+
+
+def _executor(
+    kind: str, workers: int | None, address: str | None, resources: str | None = None
+) -> Any:
+    """The :class:`~condvln.parallel.Executor` of the command-line options."""
+    from condvln.parallel.executors import Executor, parse_resources
+    from condvln.synth.pipeline import default_workers
+
+    return Executor(kind, workers or default_workers(), address, parse_resources(resources))  # type: ignore[arg-type]
+
+
 ConfigOption = Annotated[
     Path | None,
     typer.Option(
@@ -333,11 +366,12 @@ def generate_command(
     ] = 0.2,
     workers: WorkersOption = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing dataset folder.")] = False,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Generate a CondVLN dataset in VLN-CE format (defaults: the paper's scale)."""
     from condvln.dataset.generate import generate_dataset
-    from condvln.synth.pipeline import default_workers
 
     keys = ("source", "scenes", "per_scene", "seed", "inputs", "counterfactual_share")
     config = _settings(ctx, "generate", config_file, overrides, {k: k for k in keys})
@@ -345,7 +379,7 @@ def generate_command(
         stats = generate_dataset(
             config,
             out,
-            workers=workers or default_workers(),
+            workers=_executor(executor, workers, ray_address),
             overwrite=overwrite,
             progress=bars.add,
         )
@@ -474,9 +508,16 @@ def evaluate_command(
             help="d_th of nDTW / SDTW / CLS in metres (VLN-CE's NDTW measure: 3.0).",
         ),
     ] = 3.0,
+    shard: ShardOption = None,
+    workers: Annotated[
+        int, typer.Option("--workers", "-j", help="Worker processes (scenes in parallel).")
+    ] = 1,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Score predictions: standard VLN metrics, BSA / CSR and branch diagnostics, with tables."""
     from condvln.evaluation.evaluate import evaluate_run, render_summary
+    from condvln.parallel.shards import parse_shard
 
     s = _settings(
         ctx,
@@ -491,7 +532,15 @@ def evaluate_command(
         },
     )
     result = evaluate_run(
-        dataset, predictions, out, split=s.split, seed=s.seed, options=s.metrics, run_name=s.name
+        dataset,
+        predictions,
+        out,
+        split=s.split,
+        seed=s.seed,
+        options=s.metrics,
+        run_name=s.name,
+        executor=_executor(executor, workers, ray_address),
+        shard=parse_shard(shard),
     )
     console.print(render_summary(result))
 
@@ -531,6 +580,17 @@ def run_command(
         float, typer.Option(help="Perception noise: spurious detections per step.")
     ] = 0.0,
     map_access: Annotated[bool, typer.Option(help="Give the agent the navigable map.")] = True,
+    sensor: Annotated[
+        list[str] | None,
+        typer.Option(help="Pixel sensor rendered every step: rgb, depth, semantic (repeatable)."),
+    ] = None,
+    detections: Annotated[
+        bool, typer.Option(help="Give the symbolic detections (off: perceive from pixels only).")
+    ] = True,
+    record: Annotated[
+        int, typer.Option(help="Write a video of each of the first N episodes into OUT/videos.")
+    ] = 0,
+    record_format: Annotated[str, typer.Option(help="Video format: mp4 or gif.")] = "mp4",
     agent_arg: AgentArgOption = None,
     batch_size: Annotated[
         int, typer.Option(help="Episodes per worker stepped in lockstep (agents with act_batch).")
@@ -543,6 +603,10 @@ def run_command(
         bool, typer.Option(help="Stop at the first episode the agent fails.")
     ] = False,
     workers: WorkersOption = None,
+    shard: ShardOption = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    agent_resources: AgentResourcesOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Run an agent in the built-in simulator; writes trajectories and VLN-CE predictions.
@@ -553,11 +617,12 @@ def run_command(
     """
     from condvln.agents.base import parse_agent_args
     from condvln.agents.run import run_agent
-    from condvln.synth.pipeline import default_workers
+    from condvln.parallel.shards import parse_shard
 
     protocol_keys = ("panoramic", "miss_rate", "confusion_rate", "false_detection_rate")
     keys = {"split": "split", "limit": "limit", "seed": "seed", "map_access": "protocol.map_access"}
     keys |= {k: f"protocol.{k}" for k in protocol_keys}
+    keys |= {"sensor": "protocol.sensors", "detections": "protocol.detections"}
     s = _settings(ctx, "run", config_file, overrides, keys)
     with _MultiProgress(quiet) as bars:
         summary = run_agent(
@@ -568,12 +633,15 @@ def run_command(
             agent_args=parse_agent_args(agent_arg or ()),
             protocol=s.protocol,
             seed=s.seed,
-            workers=workers or default_workers(),
+            executor=_executor(executor, workers, ray_address, agent_resources),
+            shard=parse_shard(shard),
             batch_size=batch_size,
             step_timeout=step_timeout,
             fail_fast=fail_fast,
             limit=s.limit,
             progress=_done_total(bars, f"{agent} on {s.split}"),
+            videos=record,
+            video_format=record_format,
         )
     console.print(
         f"wrote {out}: {summary.ran} episodes run, {summary.skipped} resumed, "
@@ -599,6 +667,24 @@ def _done_total(bars: _MultiProgress, label: str) -> Callable[[int, int], None]:
         bars.progress.update(state["task"], completed=done)
 
     return update
+
+
+@app.command("merge")
+def merge_command(
+    shards: Annotated[
+        list[Path], typer.Argument(help="Shard folders of `run --shard` or `evaluate --shard`.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the merged result.")],
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing folder.")] = False,
+) -> None:
+    """Merge shard folders (all runs or all evaluations): checked, re-aggregated, one folder."""
+    from condvln.parallel.merge import merge_shards
+
+    summary = merge_shards(shards, out, overwrite=overwrite)
+    console.print(
+        f"wrote {out}: {summary.kind} of {summary.episodes} episodes from {summary.shards} shards",
+        markup=False,
+    )
 
 
 @app.command("check-agent")
@@ -726,6 +812,10 @@ def benchmark_command(
         typer.Option(help="Instructions sampled per house (default 50; 75 with --full)."),
     ] = None,
     split: Annotated[str, typer.Option(help="Split the agents are scored on.")] = "val_unseen",
+    pixels: Annotated[
+        bool,
+        typer.Option(help="Add the pixel-perception rows (always on with --full; slow)."),
+    ] = False,
     agent: Annotated[
         list[str] | None,
         typer.Option(
@@ -736,13 +826,15 @@ def benchmark_command(
     ] = None,
     agent_arg: AgentArgOption = None,
     workers: WorkersOption = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    agent_resources: AgentResourcesOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
     from condvln.agents.base import parse_agent_args
-    from condvln.benchmark import benchmark_runs, run_benchmark, user_runs
+    from condvln.benchmark import PIXEL_RUNS, benchmark_runs, run_benchmark, user_runs
     from condvln.dataset.generate import GenerateConfig
-    from condvln.synth.pipeline import default_workers
 
     keys = {"scenes": "dataset.scenes", "per_scene": "dataset.per_scene", "split": "split"}
     base = {"dataset": GenerateConfig()} if full else None
@@ -752,8 +844,9 @@ def benchmark_command(
             out,
             config=s.dataset,
             split=s.split,
-            workers=workers or default_workers(),
+            workers=_executor(executor, workers, ray_address, agent_resources),
             runs=benchmark_runs(s.noise.model_dump())
+            + (PIXEL_RUNS if full or pixels else ())
             + user_runs(agent or (), parse_agent_args(agent_arg or ())),
             protocol=s.protocol.model_dump(),
             options=s.metrics,

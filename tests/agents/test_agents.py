@@ -29,7 +29,7 @@ BASELINES = ("random", "condition_blind", "goal_only", "oracle_linear", "neurosy
 
 
 def test_agents_load_by_name_and_module_path() -> None:
-    assert set(BASELINES) == set(AGENTS.names())
+    assert set(AGENTS.names()) == {*BASELINES, "neurosymbolic_pixels", "neurosymbolic_pixels_noisy"}
     assert isinstance(load_agent("condvln.agents.baselines:RandomAgent"), RandomAgent)
     assert load_agent("oracle_linear").instruction_source == "oracle"
     with pytest.raises(ConfigError, match="did you mean 'neurosymbolic'"):
@@ -48,6 +48,7 @@ def test_episode_view_carries_no_labels() -> None:
         "protocol",
         "map",
         "seed",
+        "semantics",
     }
 
 

@@ -4,10 +4,11 @@ Also here: remote agents over HTTP (:mod:`.remote`, served by :mod:`condvln.agen
 Gymnasium environment (:mod:`.gym_env`) and the conformance checker (:mod:`.check`).
 
 >>> AGENTS.names()
-['condition_blind', 'goal_only', 'neurosymbolic', 'oracle_linear', 'random']
+['condition_blind', 'goal_only', 'neurosymbolic', 'neurosymbolic_pixels', 'neurosymbolic_pixels_noisy', 'oracle_linear', 'random']
 """
 
 from condvln.agents import baselines as baselines  # registers the built-in agents
+from condvln.agents import pixels as pixels  # registers the pixel-perception agents
 from condvln.agents.base import (
     AGENTS,
     Agent,

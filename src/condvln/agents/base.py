@@ -19,7 +19,7 @@ state keyed by ``episode.episode_id``) and ``act_batch`` once per step of the ba
 >>> load_agent("randon")
 Traceback (most recent call last):
 ...
-condvln.errors.ConfigError: unknown agent 'randon'; did you mean 'random'? (known: condition_blind, goal_only, neurosymbolic, oracle_linear, random)
+condvln.errors.ConfigError: unknown agent 'randon'; did you mean 'random'? (known: condition_blind, goal_only, neurosymbolic, neurosymbolic_pixels, neurosymbolic_pixels_noisy, oracle_linear, random)
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from condvln.errors import ConfigError
 from condvln.registry import Registry
 from condvln.sim.mapview import MapView
 from condvln.sim.protocol import Observation, ObservationProtocol
+from condvln.sim.render import SemanticTable
 
 InstructionSource = Literal["original", "oracle"]
 
@@ -60,6 +61,8 @@ class EpisodeView:
         protocol: The observation protocol of the run.
         map: The planner over the navigable map (``None`` unless ``protocol.map_access``).
         seed: The agent's seed for this episode (from the run seed and the episode id).
+        semantics: What the semantic sensor's pixel values denote (``None`` unless the
+            protocol has the ``"semantic"`` sensor), like habitat's semantic annotations.
     """
 
     episode_id: int | str
@@ -69,6 +72,7 @@ class EpisodeView:
     protocol: ObservationProtocol
     map: MapView | None
     seed: int
+    semantics: SemanticTable | None = None
 
 
 @runtime_checkable
@@ -157,7 +161,8 @@ def agent_factory(name: str) -> AgentFactory:
         if not callable(factory):
             raise ConfigError(f"agent {name!r} is not a class or factory")
         return factory  # type: ignore[no-any-return]
-    import condvln.agents.baselines  # noqa: F401  (registers the built-in agents)
+    import condvln.agents.baselines
+    import condvln.agents.pixels  # noqa: F401  (register the built-in agents)
 
     return AGENTS.get(name)
 

@@ -91,6 +91,7 @@ def episode_payload(episode: EpisodeView) -> dict[str, Any]:
         "step_budget": episode.step_budget,
         "seed": episode.seed,
         "protocol": episode.protocol.model_dump(mode="json"),
+        "semantics": episode.semantics,
     }
 
 

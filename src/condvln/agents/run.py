@@ -12,8 +12,11 @@ and records every episode. A run folder holds::
                          agent failed); len(positions) == len(actions) + 1
     predictions.json     VLN-CE leaderboard form {"<episode_id>": [{"position", "heading",
                          "stop"}, ...]}
+    videos/              with ``record=N``: ``episode_<id>.mp4`` (or ``.gif``) of the first N
+                         episodes of the split (:mod:`condvln.sim.video`)
 
-**Workers.** Each worker (this process, or one pool process each) builds *one* agent for the
+**Workers.** Each worker (this process, one pool process, or one Ray actor each —
+:mod:`condvln.parallel.executors`) builds *one* agent for the
 whole run (:class:`EpisodeWorker`) and resets it per episode; an executor only hands it lists of
 :class:`EpisodeSpec`. Pool tasks are chunks of episodes of one scene, so a worker loads a scene
 and builds its navigator once. Agents with ``act_batch`` step ``batch_size`` episodes in
@@ -34,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import multiprocessing
+import os
 import reprlib
 import shutil
 import signal
@@ -45,7 +49,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,6 +79,8 @@ from condvln.io import (
     read_json,
 )
 from condvln.nav import GridNavigator
+from condvln.parallel.executors import Executor, actor_map, follow_cwd
+from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
 from condvln.scene.serialize import load_scene
 from condvln.sim.protocol import ObservationProtocol, parse_protocol
@@ -87,7 +93,7 @@ TRAJECTORIES = "trajectories.jsonl"
 PREDICTIONS = "predictions.json"
 MANIFEST = "manifest.json"
 
-_MANIFEST_KEYS = ("agent", "agent_args", "protocol", "dataset_hash", "split", "seed")
+_MANIFEST_KEYS = ("agent", "agent_args", "protocol", "dataset_hash", "split", "seed", "shard")
 """Manifest fields a resumed run must share with the interrupted one."""
 
 Progress = Callable[[int, int], None]
@@ -374,6 +380,7 @@ class EpisodeWorker:
             protocol=sim.protocol,
             map=sim.map_view() if sim.protocol.map_access else None,
             seed=agent_seed,
+            semantics=sim.semantic_table() if "semantic" in sim.protocol.sensors else None,
         )
         call_agent("reset", self.agent.reset, view, timeout=self.config.step_timeout)
         return episode
@@ -478,17 +485,20 @@ _RECORDS: Any = None
 """The pool worker's agent (created once by :func:`_init_pool_worker`) and its record queue."""
 
 
+def _make_worker(config: WorkerConfig) -> EpisodeWorker | ConfigError:
+    """A worker, or the error its agent raised at start (reported when it gets a task)."""
+    try:
+        return EpisodeWorker(config)
+    except ConfigError as exc:
+        return exc
+    except Exception as exc:
+        return ConfigError(f"agent {config.agent!r} failed to start: {type(exc).__name__}: {exc}")
+
+
 def _init_pool_worker(config: WorkerConfig, records: Any) -> None:
     global _WORKER, _RECORDS
     _RECORDS = records
-    try:
-        _WORKER = EpisodeWorker(config)
-    except ConfigError as exc:
-        _WORKER = exc
-    except Exception as exc:
-        _WORKER = ConfigError(
-            f"agent {config.agent!r} failed to start: {type(exc).__name__}: {exc}"
-        )
+    _WORKER = _make_worker(config)
 
 
 def _pool_task(specs: list[EpisodeSpec]) -> None:
@@ -497,6 +507,20 @@ def _pool_task(specs: list[EpisodeSpec]) -> None:
         raise _WORKER or ConfigError("worker not initialised")
     for record in _WORKER.run(specs):
         _RECORDS.put(record)
+
+
+class RayEpisodeWorker:
+    """The state of one Ray actor: an :class:`EpisodeWorker` built once, fed whole tasks."""
+
+    def __init__(self, config: WorkerConfig, cwd: str) -> None:
+        follow_cwd(cwd)  # relative agent paths mean what they mean to the caller
+        self.worker = _make_worker(config)
+
+    def run_task(self, specs: list[EpisodeSpec]) -> list[dict[str, Any]]:
+        """The records of one task's episodes."""
+        if isinstance(self.worker, ConfigError):
+            raise self.worker
+        return list(self.worker.run(specs))
 
 
 def _tasks(specs: Iterable[EpisodeSpec], batch: int) -> list[list[EpisodeSpec]]:
@@ -513,9 +537,17 @@ def _tasks(specs: Iterable[EpisodeSpec], batch: int) -> list[list[EpisodeSpec]]:
 
 
 def _execute(
-    specs: list[EpisodeSpec], workers: int, config: WorkerConfig, agent: Any
+    specs: list[EpisodeSpec], executor: Executor, config: WorkerConfig, agent: Any
 ) -> Iterator[dict[str, Any]]:
     """Records of every episode as they finish (one agent per worker, created once)."""
+    workers = executor.workers
+    if executor.kind == "ray":
+        tasks = _tasks(specs, config.batch_size)
+        for records in actor_map(
+            RayEpisodeWorker, (config, os.getcwd()), "run_task", tasks, executor
+        ):
+            yield from records
+        return
     if workers <= 1:
         ordered = sorted(specs, key=lambda s: (s.scene_id, _id_key(s.episode_id)))
         yield from EpisodeWorker(config, agent).run(ordered)
@@ -616,7 +648,7 @@ def _check_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
     if not isinstance(old, dict):
         raise FormatError("must be a JSON object (the run's manifest)", file=str(path))
     for key in _MANIFEST_KEYS:
-        if old.get(key, {} if key == "agent_args" else None) != manifest[key]:  # older runs: {}
+        if old.get(key, {} if key == "agent_args" else None) != manifest.get(key):  # older runs: {}
             raise ConfigError(
                 f"{out_dir}: cannot resume, '{key}' differs from the existing run "
                 "(use a new folder or resume=False)"
@@ -642,6 +674,51 @@ def _finalise(out_dir: Path) -> None:
     lines = b"".join(orjson.dumps(r) + b"\n" for r in records)
     atomic_write_bytes(out_dir / TRAJECTORIES, lines)
     atomic_write_bytes(out_dir / PREDICTIONS, dumps_json(predictions(records)))
+
+
+def _check_video_format(video_format: str) -> None:
+    if video_format not in ("mp4", "gif"):
+        raise ConfigError(f"video format must be 'mp4' or 'gif', got {video_format!r}")
+
+
+def record_videos(
+    dataset_dir: Path,
+    out_dir: Path,
+    specs: list[EpisodeSpec],
+    protocol: ObservationProtocol,
+    video_format: str = "mp4",
+) -> list[Path]:
+    """Write ``videos/episode_<id>.<format>`` for the ``specs`` episodes of a finished run.
+
+    Frames are re-rendered from the recorded poses with the protocol's RGB camera, so videos
+    need no sensor in the protocol and do not change the run.
+    """
+    from condvln.nav import GridNavigator
+    from condvln.scene.mesh import compose_scene_mesh
+    from condvln.sim.render import Renderer
+    from condvln.sim.video import episode_frames, write_video
+
+    _check_video_format(video_format)
+    records = {str(r["episode_id"]): r for r in read_trajectories(out_dir / TRAJECTORIES)}
+    written = []
+    scenes: dict[str, tuple[GridNavigator, Renderer]] = {}
+    for spec in specs:
+        if spec.scene_id not in scenes:
+            scene = load_scene(dataset_dir / spec.scene_id)
+            scenes = {spec.scene_id: (GridNavigator(scene), Renderer(compose_scene_mesh(scene)))}
+        navigator, renderer = scenes[spec.scene_id]
+        record = records[str(spec.episode_id)]
+        frames = episode_frames(
+            renderer,
+            navigator,
+            protocol.rgb,
+            record["positions"],
+            record["headings"],
+            spec.instruction,
+        )
+        path = out_dir / "videos" / f"episode_{spec.episode_id}.{video_format}"
+        written.append(write_video(frames, path))
+    return written
 
 
 def _finished(out_dir: Path) -> set[str]:
@@ -711,6 +788,10 @@ def run_agent(
     resume: bool = True,
     limit: int | None = None,
     progress: Progress | None = None,
+    videos: int = 0,
+    video_format: str = "mp4",
+    executor: Executor | None = None,
+    shard: Shard | None = None,
 ) -> RunSummary:
     """Run ``agent_name`` on ``split`` of the dataset at ``dataset_dir`` into ``out_dir``.
 
@@ -738,16 +819,22 @@ def run_agent(
         resume: Skip episodes already finished in ``out_dir``; ``False`` starts over.
         limit: Run only the first ``limit`` episodes of the split.
         progress: Called as ``progress(done, total)`` after each episode.
+        videos: Write a video of each of the first ``videos`` episodes into ``videos/``.
+        video_format: ``"mp4"`` or ``"gif"``.
+        executor: Where workers run (default: ``workers`` local processes); with Ray each
+            worker is an actor holding one agent.
+        shard: Run only this shard of the (limited) split; ``condvln merge`` joins shards.
 
     Returns:
         The :class:`RunSummary`.
 
     Raises:
         ConfigError: Unknown agent, invalid options, a resume whose settings differ, a dead
-            worker process, or (``fail_fast``) a failed episode.
+            worker process, (``fail_fast``) a failed episode, or an unknown video format.
         FormatError: Unreadable dataset files.
     """
     started = time.perf_counter()
+    _check_video_format(video_format)
     dataset_dir, out_dir = Path(dataset_dir).resolve(), output_path(out_dir)
     if workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
@@ -761,9 +848,12 @@ def run_agent(
     agent, agent_info = _describe_agent(agent_name, factory, args)
     batched = is_batched(agent if agent is not None else factory)
     batch_size = batch_size if batched else 1
+    executor = executor or Executor(workers=max(workers, 1))
     if is_remote(agent_name) and not batched:
-        workers = 1  # a server without act_batch holds one episode at a time
+        executor = replace(executor, workers=1)  # a server without act_batch: one episode at a time
     specs = episode_specs(dataset_dir, split, agent_info["instruction_source"], limit)
+    total = len(specs)
+    specs = shard.select(specs) if shard else specs
     manifest = {
         "agent": agent_name,
         **agent_info,
@@ -780,6 +870,8 @@ def run_agent(
         "condvln_version": __version__,
         "provenance": provenance(),
     }
+    if shard is not None:
+        manifest["shard"] = shard.to_json(total)
     fresh = not out_dir.exists()
     with output_lock(out_dir):
         try:
@@ -801,12 +893,12 @@ def run_agent(
             config = WorkerConfig(
                 agent_name, args, dataset_dir, proto, seed, batch_size, step_timeout, fail_fast
             )
-            if workers > 1:
+            if executor.workers > 1 or executor.kind == "ray":
                 agent = None  # each worker process builds its own, once
             elif agent is None:
                 agent = load_agent(agent_name, args)
             with (out_dir / TRAJECTORIES).open("ab") as fh:
-                records = _execute(pending, workers, config, agent)
+                records = _execute(pending, executor, config, agent)
                 for record in records:
                     fh.write(orjson.dumps(record) + b"\n")
                     fh.flush()
@@ -836,6 +928,8 @@ def run_agent(
                     "fix the problem and rerun the same command to resume)",
                 )
             raise
+    if videos > 0:
+        record_videos(dataset_dir, out_dir, specs[:videos], proto, video_format)
     return RunSummary(
         out_dir=out_dir,
         agent=agent_name,

@@ -36,9 +36,10 @@ from condvln.habitat.layout import composed_scene_files, habitat_scene
 from condvln.habitat.semantics import DATASET_CONFIG, dataset_config
 from condvln.io import atomic_directory, output_lock, output_path
 from condvln.nav import GridNavigator
+from condvln.parallel.executors import Executor, ordered_map
 from condvln.scene.serialize import scene_to_json
 from condvln.synth.driver import GENERATION_GRID, success_radius
-from condvln.synth.pipeline import SceneSpec, ordered_map, run_synthesis, scene_seed, scene_specs
+from condvln.synth.pipeline import SceneSpec, run_synthesis, scene_seed, scene_specs
 from condvln.synth.sampler import Instance, Rejected
 
 
@@ -190,7 +191,7 @@ def generate_dataset(
     config: GenerateConfig,
     out: Path,
     *,
-    workers: int = 1,
+    workers: int | Executor = 1,
     overwrite: bool = False,
     progress: Callable[[str, int], Callable[[], None]] | None = None,
 ) -> dict[str, Any]:
@@ -199,7 +200,8 @@ def generate_dataset(
     Args:
         config: What to generate.
         out: Target folder (must not exist unless ``overwrite``).
-        workers: Worker processes.
+        workers: Worker processes, or an :class:`~condvln.parallel.Executor` (Ray: tasks by
+            scene).
         overwrite: Replace an existing folder.
         progress: ``progress(label, total)`` returning an ``advance()`` callback.
     """

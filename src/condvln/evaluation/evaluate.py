@@ -30,6 +30,10 @@ Distances, as VLN-CE measures them:
 * radius = the goal's radius, ℓ = ``info.geodesic_distance`` (as VLN-CE's SPL), gold branch =
   ``leaf_index``.
 
+Scenes are scored as independent tasks on an executor (processes or Ray, gathered in dataset
+order); ``shard`` scores one contiguous part of the split, and ``condvln merge`` re-aggregates
+shard folders into the same files as one evaluation (:mod:`condvln.parallel.merge`).
+
 Missing episodes (in the split, not in the predictions) score as
 :func:`~.scoring.invalid_episode`; extra ids (in the predictions, not in the split) are counted
 and listed, not scored. **Off-map rule:** a position the navigator cannot reach (off the
@@ -89,6 +93,8 @@ from condvln.evaluation.tables import (
 from condvln.io import atomic_write_bytes, dumps_json, output_lock, output_path
 from condvln.nav import GridConfig, GridNavigator, Unreachable
 from condvln.nav.geodesic import HAVE_SKFMM, GeodesicField
+from condvln.parallel.executors import Executor, ordered_map
+from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
 from condvln.scene.serialize import load_scene
 
@@ -261,12 +267,13 @@ def score_split(
     split: str,
     options: MetricOptions = DEFAULT_OPTIONS,
     locations: Mapping[str, Any] | None = None,
+    executor: int | Executor = 1,
 ) -> list[Record]:
     """One record per episode, in dataset order (missing predictions: invalid records).
 
     ``locations`` are the ground-truth locations by episode id (:func:`~.reference.gt_locations`;
-    ``None`` reads them from the dataset). Episodes are scored scene by scene, so one navigator
-    is alive at a time.
+    ``None`` reads them from the dataset). Episodes are scored scene by scene (one task per scene
+    on ``executor``), so one navigator is alive at a time per worker.
     """
     if locations is None:
         locations, _ = gt_locations(dataset_dir, split)
@@ -274,27 +281,51 @@ def score_split(
     index = load_scene_index(dataset_dir)
     files = [scene_json_path(dataset_dir, dict(ep), index) for ep in episodes]
     order = sorted(range(len(episodes)), key=lambda i: files[i])
+    groups, tasks = [], []
     for scene_file, group in itertools.groupby(order, key=lambda i: files[i]):
         indices = list(group)
-        todo = [i for i in indices if episodes[i]["episode_id"] in predictions]
-        try:
-            geodesic = SceneGeodesic(scene_file) if todo else None
-        except FormatError as exc:
-            raise exc.with_file(str(scene_file)) from None
-        for i in indices:
-            try:
-                records[i] = _score_one(
-                    episodes[i], predictions, geodesic, split, options, locations
-                )
-            except ValidationError as exc:
-                raise ValidationError(f"{split_path(dataset_dir, split)}: {exc}") from None
-            except (KeyError, IndexError, TypeError) as exc:
-                raise FormatError(
-                    f"missing or malformed episode field ({exc!r})",
-                    file=str(split_path(dataset_dir, split)),
-                    record=f"episode {episodes[i].get('episode_id')}",
-                ) from None
+        ids = [episodes[i]["episode_id"] for i in indices]
+        mine = {k: predictions[k] for k in ids if k in predictions}
+        groups.append(indices)
+        tasks.append(
+            (
+                dataset_dir,
+                scene_file,
+                [episodes[i] for i in indices],
+                mine,
+                split,
+                options,
+                locations,
+            )
+        )
+    for indices, scored in zip(groups, ordered_map(_score_scene, tasks, executor), strict=True):
+        for i, record in zip(indices, scored, strict=True):
+            records[i] = record
     return [r for r in records if r is not None]
+
+
+def _score_scene(
+    task: tuple[Path, Path, list[Mapping[str, Any]], Predictions, str, MetricOptions, Any],
+) -> list[Record]:
+    """The records of one scene's episodes (an executor task)."""
+    dataset_dir, scene_file, episodes, predictions, split, options, locations = task
+    try:
+        geodesic = SceneGeodesic(scene_file) if predictions else None
+    except FormatError as exc:
+        raise exc.with_file(str(scene_file)) from None
+    records = []
+    for episode in episodes:
+        try:
+            records.append(_score_one(episode, predictions, geodesic, split, options, locations))
+        except ValidationError as exc:
+            raise ValidationError(f"{split_path(dataset_dir, split)}: {exc}") from None
+        except (KeyError, IndexError, TypeError) as exc:
+            raise FormatError(
+                f"missing or malformed episode field ({exc!r})",
+                file=str(split_path(dataset_dir, split)),
+                record=f"episode {episode.get('episode_id')}",
+            ) from None
+    return records
 
 
 def _score_one(
@@ -384,9 +415,12 @@ def summarize(records: Sequence[Record], *, seed: int = 0) -> Record:
     }
 
 
-def _counts(records: Sequence[Record], episode_ids: set[int], predictions: Predictions) -> Record:
-    extra = sorted(set(predictions) - episode_ids)
-    off_map = [r["off_map_positions"] for r in records]
+def _counts(
+    records: Sequence[Record], predictions: Predictions, split_ids: set[int] | None = None
+) -> Record:
+    """``metrics.json`` counts; ``split_ids``: ids of the whole split when ``records`` is a shard."""
+    episode_ids = {r["episode_id"] for r in records}
+    extra = sorted(set(predictions) - (episode_ids if split_ids is None else split_ids))
     return {
         "episodes": len(records),
         "predicted": len(predictions),
@@ -394,6 +428,14 @@ def _counts(records: Sequence[Record], episode_ids: set[int], predictions: Predi
         "missing": len(episode_ids - set(predictions)),
         "extra": len(extra),
         "extra_ids": extra[:EXTRA_IDS_LISTED],
+        **record_counts(records),
+    }
+
+
+def record_counts(records: Sequence[Record]) -> Record:
+    """The counts that follow from the per-episode records alone (off-map, agent failures)."""
+    off_map = [r["off_map_positions"] for r in records]
+    return {
         "off_map_positions": int(sum(off_map)),
         "off_map_episodes": int(sum(1 for k in off_map if k)),
         "agent_failures": {
@@ -497,6 +539,8 @@ def evaluate_run(
     seed: int = 0,
     options: MetricOptions = DEFAULT_OPTIONS,
     run_name: str | None = None,
+    executor: int | Executor = 1,
+    shard: Shard | None = None,
 ) -> Record:
     """Score a predictions file against a dataset split and write the output folder.
 
@@ -508,6 +552,8 @@ def evaluate_run(
         seed: bootstrap seed of the confidence intervals.
         options: metric conventions.
         run_name: row name in the tables (default: the predictions file's name).
+        executor: where scenes are scored (processes or Ray; one task per scene).
+        shard: score only this shard of the split (``condvln merge`` joins shard folders).
 
     Returns:
         ``{"run", "split", "records", "metrics", "tables": {"table2", "table3"}, "manifest",
@@ -530,10 +576,12 @@ def evaluate_run(
     episodes = load_split_episodes(dataset_dir, split)
     if not episodes:
         raise ConfigError(f"split {split!r} of {dataset_dir} has no episodes")
+    split_ids = {e["episode_id"] for e in episodes}
+    episodes = shard.select(episodes) if shard else episodes
     locations, gt_file = gt_locations(dataset_dir, split)
-    records = score_split(dataset_dir, episodes, predictions, split, options, locations)
+    records = score_split(dataset_dir, episodes, predictions, split, options, locations, executor)
     name = run_name or run_name_of(predictions_path)
-    counts = _counts(records, {e["episode_id"] for e in episodes}, predictions)
+    counts = _counts(records, predictions, split_ids)
     gt_rel = None if gt_file is None else str(Path(gt_file).relative_to(dataset_dir))
     fidelity = fidelity_summary(records, options, gt_rel)
     metrics = {
@@ -545,6 +593,9 @@ def evaluate_run(
     }
     runs = {name: records}
     note = fidelity_note(fidelity)
+    manifest = _manifest(dataset_dir, predictions_path, split, seed, options) | {"run": name}
+    if shard is not None:
+        manifest["shard"] = shard.to_json(len(split_ids))
     result = {
         "run": name,
         "split": split,
@@ -554,7 +605,7 @@ def evaluate_run(
             "table2": dataclasses.replace(table2(runs), note=note),
             "table3": dataclasses.replace(table3(runs), note=note),
         },
-        "manifest": _manifest(dataset_dir, predictions_path, split, seed, options) | {"run": name},
+        "manifest": manifest,
         "out_dir": str(out_dir),
     }
     with output_lock(out_dir):

@@ -104,8 +104,8 @@ def _episodes_by_scene(root: Path) -> dict[str, list[dict[str, Any]]]:
         answers = read_json(answers_file, FormatError) if answers_file.is_file() else {}
         for ep in load_split(root, split)["episodes"]:
             hidden = answers.get(str(ep.get("episode_id")), {}) if isinstance(answers, dict) else {}
-            merged = {**hidden, **ep, "_split": split}
-            merged["info"] = ep.get("info") or hidden.get("info")
+            # the answers (goals, reference path, info) win over the public split's empty ones
+            merged = {**ep, **hidden, "_split": split}
             grouped[str(ep["scene_id"])].append(merged)
     return grouped
 

@@ -19,7 +19,10 @@ included); :meth:`Simulator.step` after the end raises :class:`EpisodeOver`.
 **Perception** follows an :class:`~condvln.sim.protocol.ObservationProtocol`: detections of the
 objects within range and field of view that are visible (only walls and outside floors block
 sight; furniture does not), plus the optional perception noise, drawn from the episode's seeded
-generator so runs are reproducible.
+generator so runs are reproducible. With pixel ``sensors`` in the protocol the simulator also
+renders RGB / depth / semantic images from the scene's composed mesh at every step
+(:class:`~condvln.sim.render.Renderer`, built on first use); ``detections=False`` leaves the
+symbolic detections out.
 
 >>> from condvln.scene.model import Room, Scene
 >>> room = Room(id="r", room_type="bedroom", label="Bedroom",
@@ -54,6 +57,7 @@ from condvln.scene.model import Scene
 from condvln.sim import _kernels
 from condvln.sim.mapview import MapView
 from condvln.sim.protocol import Detection, Observation, ObservationProtocol, Vec3, parse_protocol
+from condvln.sim.render import Renderer, SemanticTable
 
 ACTIONS = (STOP, FORWARD, TURN_LEFT, TURN_RIGHT)
 """The action ids, VLN-CE order."""
@@ -146,6 +150,7 @@ class Simulator:
         self._view = np.ascontiguousarray(area.view_blocked, dtype=np.bool_)
         self._room_types = tuple(room.room_type for room in scene.rooms)
         self._map: MapView | None = None
+        self._renderer: Renderer | None = None
         self._rng = np.random.default_rng(0)
         self._instruction = ""
         self._budget = DEFAULT_BUDGET
@@ -244,6 +249,23 @@ class Simulator:
             tuple(self._positions), tuple(self._headings), tuple(self._actions), self._stopped
         )
 
+    @property
+    def start_pose(self) -> tuple[Vec3, float]:
+        """The episode's start position and yaw (the frame of habitat's GPS and compass)."""
+        return self._positions[0], self._yaw0
+
+    def renderer(self) -> Renderer:
+        """The pixel renderer of this scene (its composed mesh is built on first use)."""
+        if self._renderer is None:
+            from condvln.scene.mesh import compose_scene_mesh
+
+            self._renderer = Renderer(compose_scene_mesh(self.scene))
+        return self._renderer
+
+    def semantic_table(self) -> SemanticTable:
+        """What each semantic pixel value denotes (object id, category, kind)."""
+        return self.renderer().table
+
     def map_view(self) -> MapView:
         """The planner view of this scene's navigable map (shared by episodes)."""
         if self._map is None:
@@ -293,8 +315,29 @@ class Simulator:
         return -1
 
     def _observe(self, collided: bool) -> Observation:
-        protocol, objects = self.protocol, self._objects
+        protocol = self.protocol
         yaw = self.yaw
+        detections = self._detect(yaw) if protocol.detections else []
+        room_type = None
+        if protocol.room_type:
+            index = self._room_index()
+            room_type = self._room_types[index] if index >= 0 else None
+        pose = protocol.pose
+        images = self.renderer().render(self.position, yaw, protocol) if protocol.sensors else {}
+        return Observation(
+            instruction=self._instruction,
+            step=len(self._actions),
+            position=(self._x, self._y, self._z) if pose else None,
+            heading=yaw if pose else None,
+            room_type=room_type,
+            detections=tuple(detections),
+            collided=collided,
+            images=images,
+        )
+
+    def _detect(self, yaw: float) -> list[Detection]:
+        """The symbolic detections at the current pose (with the protocol's noise)."""
+        protocol, objects = self.protocol, self._objects
         found = _kernels.detect(
             self._view,
             *self._grid,
@@ -310,20 +353,7 @@ class Simulator:
         detections = [self._detection(int(i), objects.categories[i]) for i in found]
         if protocol.noisy and len(objects):
             detections = self._perturb(detections, found, yaw)
-        room_type = None
-        if protocol.room_type:
-            index = self._room_index()
-            room_type = self._room_types[index] if index >= 0 else None
-        pose = protocol.pose
-        return Observation(
-            instruction=self._instruction,
-            step=len(self._actions),
-            position=(self._x, self._y, self._z) if pose else None,
-            heading=yaw if pose else None,
-            room_type=room_type,
-            detections=tuple(detections),
-            collided=collided,
-        )
+        return detections
 
     def _detection(self, i: int, category: str) -> Detection:
         objects, protocol = self._objects, self.protocol

@@ -10,24 +10,21 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from condvln.errors import ConfigError
 from condvln.graph import RelationConfig
 from condvln.io import check_regular_file
+from condvln.parallel.executors import Executor, ordered_map
 from condvln.scene.sources import SOURCES, load
 from condvln.synth.balance import balance, balance_report
 from condvln.synth.driver import success_radius, synthesize
 from condvln.synth.sampler import Instance
-
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -140,26 +137,6 @@ def _synthesize_one(
     return scene.id, result.instances, result.rejections
 
 
-def ordered_map(
-    function: Callable[[T], R],
-    items: Sequence[T],
-    workers: int,
-    on_done: Callable[[], None] | None = None,
-) -> Iterator[R]:
-    """``map`` over ``items`` in ``workers`` processes, yielding results in input order."""
-    if workers <= 1:
-        for item in items:
-            yield function(item)
-            if on_done:
-                on_done()
-        return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for result in pool.map(function, items, chunksize=1):
-            yield result
-            if on_done:
-                on_done()
-
-
 def default_workers() -> int:
     """All cores this process may use."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -170,7 +147,7 @@ def run_synthesis(
     *,
     seed: int,
     per_scene: int,
-    workers: int = 1,
+    workers: int | Executor = 1,
     counterfactual_share: float = 0.2,
     relation_config: RelationConfig | None = None,
     radii: tuple[float, float] = (1.0, 0.5),
@@ -179,7 +156,8 @@ def run_synthesis(
     """Sample ``per_scene`` instances in every scene, then balance them globally.
 
     ``radii`` are the success radii of multi-room and single-room scenes (leaf goals are
-    sampled more than twice the radius apart).
+    sampled more than twice the radius apart). ``workers`` is a process count or an :class:`~condvln.parallel.Executor` (one task per
+    scene).
     """
     tasks = [
         (spec, seed, i, per_scene, counterfactual_share, relation_config, radii)

@@ -1,0 +1,123 @@
+"""Scale-out: ``condvln run`` throughput for 1 and 2 workers, local processes vs Ray.
+
+The agent sleeps ``--sleep`` seconds per act (a stand-in for a model on a GPU) and stops after
+``--steps`` actions. Each setting runs twice, with two episode counts; the difference gives the
+steady-state time per episode apart from fixed costs (worker processes or actors starting,
+importing CondVLN, building agents), which are printed separately. Prints episodes per second,
+the scaling efficiency at 2 workers (``rate2 / (2 · rate1)``, target ≥ 0.8) and Ray's
+per-episode overhead (Ray vs local with one worker, for the sleeping agent and for one that does
+not sleep). The Ray cluster (``ray.init(num_cpus=2)``) is started once before the timed runs; its
+start-up time is printed too.
+
+    PYTHONPATH=src python benchmarks/bench_scale.py [--episodes 24 72 --steps 20 --sleep 0.02]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from condvln.agents import run_agent
+from condvln.dataset.generate import GenerateConfig, generate_dataset
+from condvln.parallel import Executor
+
+
+class SleepAgent:
+    """Turns left ``steps`` times, sleeping ``sleep`` seconds per act, then stops."""
+
+    instruction_source = "original"
+
+    def __init__(self, sleep: float = 0.02, steps: int = 20) -> None:
+        self.sleep, self.steps = sleep, steps
+
+    def reset(self, episode: object) -> None:
+        """Nothing to reset."""
+
+    def act(self, observation: object) -> int:
+        """LEFT until the step count, then STOP."""
+        time.sleep(self.sleep)
+        return 0 if observation.step >= self.steps else 2  # type: ignore[attr-defined]
+
+
+def _time(dataset: Path, out: Path, executor: Executor, args: dict, episodes: int) -> float:
+    started = time.perf_counter()
+    summary = run_agent(
+        f"{Path(__file__).resolve()}:SleepAgent",
+        dataset,
+        "train",
+        out,
+        agent_args=args,
+        executor=executor,
+        limit=episodes,
+        resume=False,
+    )
+    assert summary.ran == episodes, summary
+    return time.perf_counter() - started
+
+
+def _measure(
+    dataset: Path, root: Path, kind: str, workers: int, args: dict, sizes: tuple[int, int]
+) -> tuple[float, float]:
+    """``(seconds per episode at the margin, fixed seconds)`` from runs of two sizes."""
+    small, large = (
+        _time(dataset, root / f"{kind}{workers}-{n}", Executor(kind, workers), args, n)
+        for n in sizes
+    )
+    marginal = (large - small) / (sizes[1] - sizes[0])
+    return marginal, small - marginal * sizes[0]
+
+
+def main() -> None:
+    """Run the benchmark and print its numbers."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, nargs=2, default=(24, 72), help="two run sizes")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--sleep", type=float, default=0.02)
+    opts = parser.parse_args()
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    import ray
+
+    sizes = tuple(opts.episodes)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        dataset = root / "ds"
+        generate_dataset(GenerateConfig(scenes=12, per_scene=40), dataset, workers=2)
+        started = time.perf_counter()
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        print(f"ray.init(num_cpus=2): {time.perf_counter() - started:.1f} s (once per command)")
+        try:
+            print(
+                f"runs of {sizes[0]} and {sizes[1]} episodes, {opts.steps + 1} acts each, "
+                f"{opts.sleep * 1000:.0f} ms per act; rates from the difference (fixed costs apart)"
+            )
+            sleepy = {"sleep": opts.sleep, "steps": opts.steps}
+            rates = {}
+            for kind in ("local", "ray"):
+                for workers in (1, 2):
+                    marginal, fixed = _measure(dataset, root, kind, workers, sleepy, sizes)
+                    rates[kind, workers] = marginal
+                    print(
+                        f"{kind:5} {workers} worker(s): {1 / marginal:6.2f} episodes/s, "
+                        f"fixed cost {fixed:5.2f} s (workers and agents starting)"
+                    )
+            for kind in ("local", "ray"):
+                efficiency = rates[kind, 1] / (2 * rates[kind, 2])
+                print(f"{kind:5} scaling efficiency at 2 workers: {efficiency:.2f}")
+            overhead = rates["ray", 1] - rates["local", 1]
+            print(f"ray overhead per episode (sleeping agent, 1 worker): {overhead * 1000:.1f} ms")
+            fast = {"sleep": 0.0, "steps": opts.steps}
+            local, _ = _measure(dataset, root / "fast", "local", 1, fast, sizes)
+            remote, _ = _measure(dataset, root / "fast", "ray", 1, fast, sizes)
+            print(
+                f"ray overhead per episode (no sleep, 1 worker): {(remote - local) * 1000:.1f} ms "
+                f"(local {local * 1000:.1f} ms, ray {remote * 1000:.1f} ms per episode)"
+            )
+        finally:
+            ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,11 @@
+"""Where work runs: executors (local processes, Ray), shards of a split, and merging them.
+
+Every executor gathers results in the same fixed order, so outputs are byte-identical whatever
+runs them (:mod:`.executors`); ``--shard i/N`` picks one contiguous part of a split
+(:mod:`.shards`) and ``condvln merge`` puts shard folders back together (:mod:`.merge`).
+"""
+
+from condvln.parallel.executors import Executor, ordered_map
+from condvln.parallel.shards import Shard, parse_shard
+
+__all__ = ["Executor", "Shard", "ordered_map", "parse_shard"]

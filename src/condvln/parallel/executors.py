@@ -1,0 +1,254 @@
+"""Executors: run independent tasks in local processes or on a Ray cluster, in a fixed order.
+
+Two shapes of work cover the pipeline:
+
+* :func:`ordered_map` — a pure function over items (generation: one task per scene; evaluation:
+  one task per scene's episodes). Results come back in input order for every executor, so the
+  outputs are byte-identical to a one-process run.
+* :func:`actor_map` — stateful workers built once (``condvln run``: one agent per worker, Ray
+  actors with ``--agent-resources``) that each take tasks; results come back as tasks finish and
+  the caller sorts them.
+
+Ray is optional (``pip install "condvln[ray]"``) and imported only when asked for. Without
+``address`` a private local cluster of ``workers`` CPUs is started and shut down afterwards;
+``address="auto"`` or ``"HOST:PORT"`` joins an existing one (``ray start --head`` on the head
+node, ``ray start --address HEAD:6379`` on the others). An already initialised Ray session (for
+example one a test or notebook opened with ``ray.init``) is reused and left running. Tasks and
+actors killed with their node are retried (:data:`RETRIES`). Ray tasks and actors work in the
+caller's current folder when it exists on their node, so relative paths (``--input``,
+``file.py:Class`` agents, ``module:Class`` agents of the current folder) mean the same there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import orjson
+
+from condvln.errors import ConfigError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+KINDS = ("local", "ray")
+RETRIES = 3
+"""Times a Ray task (or a dead actor's task, after the actor restarts) is retried."""
+
+RESOURCE_KEYS = ("num_cpus", "num_gpus", "memory", "resources", "accelerator_type")
+"""Keys ``--agent-resources`` may set (Ray actor options)."""
+
+
+@dataclass(frozen=True)
+class Executor:
+    """Where tasks run.
+
+    Attributes:
+        kind: ``"local"`` (this process, or a process pool) or ``"ray"``.
+        workers: Parallel workers (processes, or Ray actors / CPUs of a private cluster).
+        address: Ray cluster to join (``"auto"``, ``"HOST:PORT"``); ``None`` starts a private
+            local one.
+        agent_resources: Ray options of each agent actor (default ``{"num_cpus": 1}``), e.g.
+            ``{"num_gpus": 1}`` so one model sits on each GPU.
+    """
+
+    kind: Literal["local", "ray"] = "local"
+    workers: int = 1
+    address: str | None = None
+    agent_resources: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ConfigError(f"unknown executor {self.kind!r}; choose one of {', '.join(KINDS)}")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be at least 1, got {self.workers}")
+        unknown = sorted(set(self.agent_resources) - set(RESOURCE_KEYS))
+        if unknown:
+            raise ConfigError(
+                f"agent resources: unknown key {unknown[0]!r} (allowed: {', '.join(RESOURCE_KEYS)})"
+            )
+        if self.kind == "local" and (self.address or self.agent_resources):
+            raise ConfigError("--ray-address and --agent-resources need --executor ray")
+
+    @classmethod
+    def of(cls, value: int | Executor) -> Executor:
+        """``value`` itself, or a local executor of ``value`` workers."""
+        return value if isinstance(value, Executor) else cls(workers=max(int(value), 1))
+
+
+def parse_resources(text: str | None) -> dict[str, Any]:
+    """``--agent-resources`` JSON (an object of Ray actor options), or ``{}``.
+
+    >>> parse_resources('{"num_gpus": 1}')
+    {'num_gpus': 1}
+    """
+    if not text:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"--agent-resources is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"--agent-resources must be a JSON object, got {text!r}")
+    return value
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError('the Ray executor needs Ray: pip install "condvln[ray]"') from None
+    return ray
+
+
+@contextmanager
+def ray_session(executor: Executor) -> Iterator[Any]:
+    """The ``ray`` module with a connected session (started here and shut down, unless open)."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+    try:
+        if executor.address:
+            ray.init(address=executor.address, **options)
+        else:
+            ray.init(num_cpus=executor.workers, **options)
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        where = executor.address or "a local cluster"
+        raise ConfigError(f"cannot start Ray on {where}: {' '.join(str(exc).split())}") from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def _raise_ray_error(ray: Any, exc: Exception) -> None:
+    """Turn a Ray failure into a :class:`ConfigError` (a task's own error keeps its message)."""
+    if isinstance(exc, ray.exceptions.RayTaskError) and exc.cause is not None:
+        cause = exc.cause
+        if isinstance(cause, ConfigError):
+            raise ConfigError(str(cause)) from None
+        raise ConfigError(f"a Ray task failed: {type(cause).__name__}: {cause}") from None
+    raise ConfigError(
+        f"a Ray worker died {RETRIES + 1} times ({type(exc).__name__}); "
+        "finished work is kept: run the same command again to resume"
+    ) from None
+
+
+def ordered_map(
+    function: Callable[[T], R],
+    items: Sequence[T],
+    executor: int | Executor = 1,
+    on_done: Callable[[], None] | None = None,
+) -> Iterator[R]:
+    """``map(function, items)`` on ``executor``, yielding results in input order.
+
+    ``function`` must be importable by module and name (a module-level function), and items
+    and results picklable.
+    """
+    executor = Executor.of(executor)
+    if executor.kind == "ray":
+        yield from _ray_ordered_map(function, items, executor, on_done)
+        return
+    if executor.workers <= 1:
+        results: Iterator[R] = map(function, items)
+        for result in results:
+            yield result
+            if on_done:
+                on_done()
+        return
+    with ProcessPoolExecutor(max_workers=executor.workers) as pool:
+        for result in pool.map(function, items, chunksize=1):
+            yield result
+            if on_done:
+                on_done()
+
+
+def follow_cwd(cwd: str) -> None:
+    """Work in the caller's folder ``cwd`` (in a Ray worker; skipped where it does not exist)."""
+    if os.path.isdir(cwd):
+        os.chdir(cwd)
+
+
+def _call_in(cwd: str, function: Callable[[T], R], item: T) -> R:
+    """``function(item)`` in the folder ``cwd`` (the Ray task of :func:`ordered_map`)."""
+    follow_cwd(cwd)
+    return function(item)
+
+
+def _ray_ordered_map(
+    function: Callable[[T], R],
+    items: Sequence[T],
+    executor: Executor,
+    on_done: Callable[[], None] | None,
+) -> Iterator[R]:
+    with ray_session(executor) as ray:
+        remote = ray.remote(_call_in).options(num_cpus=1, max_retries=RETRIES)
+        cwd = os.getcwd()
+        refs = [remote.remote(cwd, function, item) for item in items]
+        done = 0
+        try:
+            for index, ref in enumerate(refs):
+                done = index + 1
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    _raise_ray_error(ray, exc)
+                yield result
+                if on_done:
+                    on_done()
+        finally:
+            for ref in refs[done:]:  # stopped early: drop the tasks not gathered (no force)
+                ray.cancel(ref)
+
+
+def actor_map(
+    worker_class: type,
+    init_args: tuple[Any, ...],
+    method: str,
+    tasks: Sequence[Any],
+    executor: Executor,
+) -> Iterator[Any]:
+    """Results of ``worker.method(task)`` for every task, as tasks finish, on Ray actors.
+
+    ``executor.workers`` actors of ``worker_class(*init_args)`` are created once (call
+    :func:`follow_cwd` first in ``__init__`` with the caller's folder among its arguments; options
+    ``executor.agent_resources``, default one CPU each) and fed tasks two at a time, so each
+    stays busy. An actor whose process dies is restarted and its tasks retried
+    (:data:`RETRIES`); the actors are killed at the end.
+    """
+    with ray_session(executor) as ray:
+        resources = dict(executor.agent_resources) or {"num_cpus": 1}
+        actor_class = ray.remote(worker_class).options(
+            max_restarts=RETRIES, max_task_retries=RETRIES, **resources
+        )
+        actors = [actor_class.remote(*init_args) for _ in range(executor.workers)]
+        queue = deque(tasks)
+        inflight: dict[Any, Any] = {}
+
+        def submit(actor: Any) -> None:
+            if queue:
+                inflight[getattr(actor, method).remote(queue.popleft())] = actor
+
+        try:
+            for actor in actors * 2:
+                submit(actor)
+            while inflight:
+                ready, _ = ray.wait(list(inflight), num_returns=1)
+                actor = inflight.pop(ready[0])
+                try:
+                    result = ray.get(ready[0])
+                except ray.exceptions.RayError as exc:
+                    _raise_ray_error(ray, exc)
+                submit(actor)
+                yield result
+        finally:
+            for actor in actors:
+                ray.kill(actor, no_restart=True)

@@ -1,0 +1,65 @@
+"""Observations as habitat-lab observation dicts, so a habitat agent's preprocessing applies.
+
+Keys, shapes and dtypes are habitat-lab's sensors (``habitat/sims/habitat_simulator`` and
+``habitat/tasks/nav``, VLN task):
+
+=============== =========================== ================================================
+key             value                       habitat sensor
+=============== =========================== ================================================
+``rgb``         uint8 H×W×3                 ``HabitatSimRGBSensor``
+``depth``       float32 H×W×1               ``HabitatSimDepthSensor`` (clipped, normalised)
+``semantic``    int32 H×W×1                 ``HabitatSimSemanticSensor`` (instance ids)
+``instruction`` ``{"text": ...}``           ``InstructionSensor``
+``heading``     float32 (1,)                ``HeadingSensor``: yaw, counter-clockwise from −Z
+``compass``     float32 (1,)                ``EpisodicCompassSensor``: yaw − start yaw
+``gps``         float32 (2,)                ``EpisodicGPSSensor``: ``[forward, right]`` of the
+                                            start frame, metres
+=============== =========================== ================================================
+
+Image keys appear for the protocol's sensors only; ``heading`` / ``compass`` / ``gps`` only when
+the protocol gives the pose.
+
+>>> from condvln.sim.protocol import Observation
+>>> obs = Observation("Go.", 0, (1.0, 0.0, 2.0), math.pi / 2, None, ())
+>>> out = habitat_observation(obs, start_position=(1.0, 0.0, 3.0), start_yaw=math.pi / 2)
+>>> sorted(out), out["instruction"], out["compass"].tolist(), np.round(out["gps"], 6).tolist()
+(['compass', 'gps', 'heading', 'instruction'], {'text': 'Go.'}, [0.0], [0.0, 1.0])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from condvln.sim.protocol import Observation
+
+
+def _wrap(angle: float) -> float:
+    return (angle + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def habitat_observation(
+    obs: Observation, *, start_position: Sequence[float], start_yaw: float
+) -> dict[str, Any]:
+    """The habitat-lab observation dict of ``obs`` (see the module table).
+
+    Args:
+        obs: The simulator's observation.
+        start_position: The episode's start position (origin of ``gps``).
+        start_yaw: The episode's start yaw (zero of ``compass``, axes of ``gps``).
+    """
+    out: dict[str, Any] = dict(obs.images)
+    out["instruction"] = {"text": obs.instruction}
+    if obs.position is not None and obs.heading is not None:
+        out["heading"] = np.array([obs.heading], dtype=np.float32)
+        out["compass"] = np.array([_wrap(obs.heading - start_yaw)], dtype=np.float32)
+        dx = obs.position[0] - start_position[0]
+        dz = obs.position[2] - start_position[2]
+        # the offset in the start frame (rotate by −start_yaw about +Y), then [−z, x]
+        c, s = math.cos(start_yaw), math.sin(start_yaw)
+        local_x, local_z = c * dx - s * dz, s * dx + c * dz
+        out["gps"] = np.array([-local_z, local_x], dtype=np.float32)
+    return out

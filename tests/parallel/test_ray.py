@@ -1,0 +1,169 @@
+"""``--executor ray`` on a real local Ray cluster: the same bytes as local, and dead workers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from condvln.agents import run_agent
+from condvln.benchmark import RunSpec, run_benchmark
+from condvln.cli import app
+from condvln.dataset.generate import GenerateConfig, generate_dataset
+from condvln.errors import ConfigError
+from condvln.evaluation.evaluate import evaluate_run
+from condvln.io import read_json
+from condvln.parallel import Executor, ordered_map
+
+pytestmark = pytest.mark.usefixtures("ray_cluster")
+
+RAY = Executor("ray", workers=2)
+RUN_FILES = ("trajectories.jsonl", "predictions.json")
+
+
+def same_manifest(a: Path, b: Path) -> bool:
+    """Whether two run folders' manifests agree apart from ``provenance`` (the command line)."""
+    drop = ("provenance",)
+    left, right = (read_json(d / "manifest.json") for d in (a, b))
+    return {k: v for k, v in left.items() if k not in drop} == {
+        k: v for k, v in right.items() if k not in drop
+    }
+
+
+EVAL_FILES = (
+    "episodes.jsonl",
+    "metrics.json",
+    "table2.md",
+    "table2.csv",
+    "table3.md",
+    "table3.csv",
+)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def test_ordered_map_keeps_input_order() -> None:
+    items = [f"d{i}/f{i}" for i in range(9)]
+    assert list(ordered_map(os.path.basename, items, RAY)) == [f"f{i}" for i in range(9)]
+
+
+def test_generate_on_ray_equals_local(tmp_path: Path) -> None:
+    config = GenerateConfig(scenes=4, per_scene=20)
+    generate_dataset(config, tmp_path / "local")
+    generate_dataset(config, tmp_path / "ray", workers=RAY)
+    files = _files(tmp_path / "ray")
+    assert "train/train.json.gz" in files and files == _files(tmp_path / "local")
+
+
+def test_run_and_evaluate_on_ray_equal_local(dataset: Path, sleepy: str, tmp_path: Path) -> None:
+    options = {"protocol": {"miss_rate": 0.3}, "agent_args": {"steps": 20}, "limit": 24}
+    run_agent(sleepy, dataset, "train", tmp_path / "local", **options)
+    summary = run_agent(sleepy, dataset, "train", tmp_path / "ray", executor=RAY, **options)
+    assert summary.ran == summary.episodes == 24
+    for name in RUN_FILES:
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert same_manifest(tmp_path / "ray", tmp_path / "local")
+    run_agent("goal_only", dataset, "train", tmp_path / "goal", executor=RAY, limit=24)
+    preds = tmp_path / "goal" / "trajectories.jsonl"
+    evaluate_run(dataset, preds, tmp_path / "e_local", split="train", run_name="g")
+    evaluate_run(dataset, preds, tmp_path / "e_ray", split="train", run_name="g", executor=RAY)
+    for name in EVAL_FILES:
+        assert (tmp_path / "e_ray" / name).read_bytes() == (
+            tmp_path / "e_local" / name
+        ).read_bytes()
+
+
+def test_killed_worker_is_retried(dataset: Path, sleepy: str, tmp_path: Path) -> None:
+    """SIGKILL one actor process mid-run: it restarts, its task is retried, same bytes."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    args = {"sleep": 0.004, "pid_dir": str(pids)}
+    killed: list[int] = []
+
+    def kill_one() -> None:
+        deadline = time.monotonic() + 120
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.8)  # both actors are inside a task now
+        victim = int(sorted(pids.iterdir())[0].name)
+        os.kill(victim, signal.SIGKILL)
+        killed.append(victim)
+
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    try:
+        summary = run_agent(
+            sleepy, dataset, "train", tmp_path / "ray", agent_args=args, executor=RAY
+        )
+    finally:
+        killer.join()
+    assert killed and summary.ran == summary.episodes
+    assert len(list(pids.iterdir())) == 3  # the killed actor was restarted once
+    run_agent(
+        sleepy,
+        dataset,
+        "train",
+        tmp_path / "local",
+        agent_args={"sleep": 0.0, "pid_dir": str(pids)},
+    )
+    for name in ("trajectories.jsonl", "predictions.json"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+
+
+def test_agent_that_fails_to_start_is_a_config_error(
+    dataset: Path, agents_file: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match="no model file"):
+        run_agent(f"{agents_file}:BrokenAgent", dataset, "train", tmp_path, executor=RAY, limit=3)
+    assert not (tmp_path / "predictions.json").exists()
+
+
+def test_executor_options_are_checked() -> None:
+    with pytest.raises(ConfigError, match="unknown executor"):
+        Executor("dask")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="need --executor ray"):
+        Executor("local", address="auto")
+    with pytest.raises(ConfigError, match="unknown key 'gpus'"):
+        Executor("ray", agent_resources={"gpus": 1})
+
+
+def test_benchmark_on_ray_equals_local(tmp_path: Path) -> None:
+    config = GenerateConfig(scenes=3, per_scene=20)
+    runs = (RunSpec("random", "random"),)
+    for name, workers in (("local", 1), ("ray", RAY)):
+        run_benchmark(tmp_path / name, config=config, split="train", runs=runs, workers=workers)
+    local, ray = _files(tmp_path / "local"), _files(tmp_path / "ray")
+    # manifests, results.json and report.html hold paths, timings or the command line
+    skip = ("manifest.json", "results.json", "report.html")
+    compared = [k for k in local if not k.endswith(skip)]
+    assert "table2.md" in compared and "runs/random/trajectories.jsonl" in compared
+    assert {k: ray[k] for k in compared} == {k: local[k] for k in compared}
+
+
+def test_cli_executor_options(dataset: Path, tmp_path: Path) -> None:
+    """The command line in-process (it joins the open test cluster) equals a local run."""
+    base = ["run", "--agent", "goal_only", "--dataset", str(dataset), "--split", "train"]
+    base += ["--limit", "12", "-q"]
+    ray_args = ["--executor", "ray", "-j", "2", "--agent-resources", '{"num_cpus": 1}']
+    runner = CliRunner()
+    done = runner.invoke(app, [*base, "--out", str(tmp_path / "ray"), *ray_args])
+    assert done.exit_code == 0, done.output
+    run_agent("goal_only", dataset, "train", tmp_path / "local", limit=12)
+    for name in RUN_FILES:
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert same_manifest(tmp_path / "ray", tmp_path / "local")
+    for resources, message in (("[1]", "JSON object"), ('{"num_gpus": 1}', "need --executor ray")):
+        bad = runner.invoke(
+            app, [*base, "--out", str(tmp_path / "x"), "--agent-resources", resources]
+        )
+        assert isinstance(bad.exception, ConfigError) and message in str(bad.exception)
+    assert not (tmp_path / "x").exists()
