@@ -836,7 +836,7 @@ def run_agent(
     started = time.perf_counter()
     _check_video_format(video_format)
     dataset_dir, out_dir = Path(dataset_dir).resolve(), output_path(out_dir)
-    if workers < 1:
+    if isinstance(workers, int) and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     if batch_size < 1:
         raise ConfigError(f"batch size must be at least 1, got {batch_size}")

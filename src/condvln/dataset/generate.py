@@ -208,7 +208,7 @@ def generate_dataset(
     out = output_path(out)
     if out.exists() and not overwrite:
         raise ConfigError(f"{out} exists; pass --overwrite to replace it")
-    if workers < 1:
+    if isinstance(workers, int) and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     duplicates: list[tuple[str, str]] = []
     specs = scene_specs(config.source, config.scenes, config.inputs, duplicates)

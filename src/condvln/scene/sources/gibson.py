@@ -96,10 +96,10 @@ class SafeUnpickler(pickle.Unpickler):
 
     >>> SafeUnpickler(io.BytesIO(pickle.dumps({"a": [1, 2.5, "x"]}))).load()
     {'a': [1, 2.5, 'x']}
-    >>> SafeUnpickler(io.BytesIO(pickle.dumps(print))).load()
+    >>> SafeUnpickler(io.BytesIO(pickle.dumps(eval))).load()
     Traceback (most recent call last):
     ...
-    condvln.errors.SceneFormatError: refused pickled global 'builtins.print' (only plain data and numpy arrays are accepted)
+    condvln.errors.SceneFormatError: refused pickled global 'builtins.eval' (only plain data and numpy arrays are accepted)
     """
 
     def find_class(self, module: str, name: str) -> Any:
