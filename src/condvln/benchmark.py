@@ -50,11 +50,14 @@ RUNS = (
     RunSpec("random", "random"),
     RunSpec("goal_only", "goal_only"),
     RunSpec("condition_blind", "condition_blind"),
+    RunSpec("text_prior", "text_prior"),
+    RunSpec("commonsense_prior", "commonsense_prior"),
     RunSpec("neurosymbolic", "neurosymbolic"),
     RunSpec("neurosymbolic+noise", "neurosymbolic", NOISE),
     RunSpec("oracle_linear", "oracle_linear"),
 )
-"""The baselines, from the weakest reference to the paper's oracle."""
+"""The baselines, from the weakest reference to the paper's oracle (the blind prior agents
+choose branches from the text alone: on a balanced dataset they score chance)."""
 
 
 def _dataset(out: Path, config: GenerateConfig, workers: int, progress: Progress | None) -> Path:

@@ -1,7 +1,7 @@
 """Agents: the interface, the built-in baselines, plug-in loading and the episode runner.
 
 >>> AGENTS.names()
-['condition_blind', 'goal_only', 'neurosymbolic', 'oracle_linear', 'random']
+['commonsense_prior', 'condition_blind', 'goal_only', 'neurosymbolic', 'oracle_linear', 'random', 'text_prior']
 """
 
 from condvln.agents import baselines as baselines  # registers the built-in agents

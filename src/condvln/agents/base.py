@@ -13,7 +13,7 @@ can also be loaded from any module as ``"package.module:ClassName"``:
 >>> load_agent("randon")
 Traceback (most recent call last):
 ...
-condvln.errors.ConfigError: unknown agent 'randon'; did you mean 'random'? (known: condition_blind, goal_only, neurosymbolic, oracle_linear, random)
+condvln.errors.ConfigError: unknown agent 'randon'; did you mean 'random'? (known: commonsense_prior, condition_blind, goal_only, neurosymbolic, oracle_linear, random, text_prior)
 """
 
 from __future__ import annotations

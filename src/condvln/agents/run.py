@@ -35,6 +35,7 @@ import orjson
 
 from condvln import __version__
 from condvln.agents.base import EpisodeView, agent_factory, instruction_source
+from condvln.agents.blind import prepare
 from condvln.dataset.vlnce import load_split, split_path
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.frames import quaternion_to_yaw
@@ -234,6 +235,7 @@ def run_chunk(
 ) -> list[dict[str, Any]]:
     """Run episodes of one scene (a parallel task)."""
     agent = agent_factory(agent_name)()
+    prepare(agent, dataset_dir)
     sim = _simulator(dataset_dir, specs[0].scene_id, protocol)
     return [run_episode(sim, agent, spec, seed, agent_name) for spec in specs]
 
@@ -254,6 +256,7 @@ def _execute(
     if workers <= 1:
         agent_name, dataset_dir, protocol, seed = args
         agent = agent_factory(agent_name)()
+        prepare(agent, dataset_dir)
         for chunk in chunks:
             sim = _simulator(dataset_dir, chunk[0].scene_id, protocol)
             for spec in chunk:

@@ -162,6 +162,7 @@ def generate_dataset(
         raise ConfigError(f"{out} exists; pass --overwrite to replace it")
     specs = scene_specs(config.source, config.scenes, config.inputs)
     tick = progress or (lambda label, total: lambda: None)
+    groups = _assign_splits(len(specs), config)  # balance within each split group
     synth = run_synthesis(
         specs,
         seed=config.seed,
@@ -170,6 +171,7 @@ def generate_dataset(
         counterfactual_share=config.counterfactual_share,
         relation_config=config.relations,
         on_scene_done=tick("sampling", len(specs)),
+        strata=[groups[i] for i in range(len(specs))],
     )
     by_scene: dict[str, list[Instance]] = defaultdict(list)
     for inst in synth.instances:

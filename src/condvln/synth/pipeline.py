@@ -18,10 +18,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from condvln.errors import ConfigError
-from condvln.graph import RelationConfig
+from condvln.graph import RelationConfig, build_scene_graph
 from condvln.scene.sources import load
 from condvln.synth.balance import balance, balance_report
 from condvln.synth.driver import synthesize
+from condvln.synth.groups import GroupStats, scene_group_counts
 from condvln.synth.sampler import Instance
 
 T = TypeVar("T")
@@ -85,18 +86,24 @@ def scene_specs(source: str, count: int | None, inputs: Sequence[str] = ()) -> l
     return [SceneSpec(source, r) for r in refs[:count] if count is None or count > 0]
 
 
+def _group_counts(args: tuple[SceneSpec, RelationConfig | None]) -> Counter:
+    spec, relations = args
+    return scene_group_counts(build_scene_graph(spec.load(), relations))
+
+
 def _synthesize_one(
-    args: tuple[SceneSpec, int, int, int, float, RelationConfig | None],
+    args: tuple[SceneSpec, int, int, int, int, float, RelationConfig | None, GroupStats],
 ) -> tuple[str, list[Instance], Counter]:
-    spec, seed, index, quota, share, relations = args
+    spec, seed, index, offset, quota, share, relations, groups = args
     scene = spec.load()
     result = synthesize(
         scene,
         seed=scene_seed(seed, index),
         quota=quota,
-        leaf_offset=index,
+        leaf_offset=offset,
         counterfactual_share=share,
         relation_config=relations,
+        groups=groups,
     )
     return scene.id, result.instances, result.rejections
 
@@ -135,19 +142,37 @@ def run_synthesis(
     counterfactual_share: float = 0.2,
     relation_config: RelationConfig | None = None,
     on_scene_done: Callable[[], None] | None = None,
+    strata: Sequence[str] | None = None,
 ) -> SynthesisResult:
-    """Sample ``per_scene`` instances in every scene, then balance them globally."""
+    """Sample ``per_scene`` instances in every scene, then balance them.
+
+    A first pass counts how often every condition group is true across the scenes
+    (:class:`~condvln.synth.groups.GroupStats`), so the sampler asks only groups whose truth
+    varies. ``strata`` (one label per scene, e.g. its split group) makes balancing hold within
+    each stratum, not only over the whole run.
+    """
+    groups = GroupStats.total(
+        ordered_map(_group_counts, [(spec, relation_config) for spec in scenes], workers)
+    )
+    labels = list(strata) if strata is not None else [""] * len(scenes)
+    rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaves rotate per stratum
     tasks = [
-        (spec, seed, i, per_scene, counterfactual_share, relation_config)
+        (spec, seed, i, rank[i], per_scene, counterfactual_share, relation_config, groups)
         for i, spec in enumerate(scenes)
     ]
     gathered: list[Instance] = []
     scene_ids: list[str] = []
     rejections: Counter[str] = Counter()
-    for scene_id, found, rejected in ordered_map(_synthesize_one, tasks, workers, on_scene_done):
+    stratum_of: dict[str, str] = {}
+    for index, (scene_id, found, rejected) in enumerate(
+        ordered_map(_synthesize_one, tasks, workers, on_scene_done)
+    ):
         scene_ids.append(scene_id)
+        stratum_of[scene_id] = labels[index]
         gathered.extend(found)
         rejections.update(rejected)
-    kept = balance(gathered, seed)
+    kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered])
     rejections["balancing"] += len(gathered) - len(kept)
-    return SynthesisResult(kept, len(gathered), rejections, balance_report(kept), scene_ids)
+    report = balance_report(kept)
+    report["group_scan"] = {"groups": len(groups.counts), "usable": groups.n_usable()}
+    return SynthesisResult(kept, len(gathered), rejections, report, scene_ids)
