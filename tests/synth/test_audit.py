@@ -65,3 +65,28 @@ def test_bag_of_words_learns_a_word_that_names_the_branch() -> None:
     model = BagOfWords(train)
     test = [_episode("sofa", True, "here"), _episode("sofa", False, "there")]
     assert model.predict(test) == [0, 1]
+
+
+def _write_dataset(root, train, evaluation) -> None:
+    from condvln.dataset.vlnce import dump_gz, split_path
+
+    for split, episodes in (("train", train), ("val_unseen", evaluation)):
+        path = split_path(root, split)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        dump_gz(path, {"episodes": episodes, "instruction_vocab": {"word_list": []}})
+
+
+def test_audit_leakage_command_exits_1_on_a_leak_and_2_on_bad_files(tmp_path, cli) -> None:
+    rng = np.random.default_rng(0)
+    _write_dataset(tmp_path / "leaky", _episodes(rng, 400, True), _episodes(rng, 200, True))
+    result = cli("audit", "--leakage", str(tmp_path / "leaky"))
+    assert result.returncode == 1
+    assert "LEAK text_prior all: 100.0% vs 50.0%" in result.stdout
+    assert "Traceback" not in result.stderr
+    broken = _episodes(rng, 40, False)
+    del broken[3]["info"]["condvln"]["program"]
+    _write_dataset(tmp_path / "broken", broken, broken)
+    result = cli("audit", "--leakage", str(tmp_path / "broken"))
+    assert result.returncode == 2
+    assert "info.condvln" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr

@@ -55,6 +55,10 @@ class SynthesisResult:
     scene_ids: list[str]
 
 
+MIN_SCENES_FOR_GROUPS = 10
+"""Fewest scenes from which group truth rates are estimated."""
+
+
 def scene_seed(seed: int, index: int) -> int:
     """Seed of scene ``index``'s random stream (independent of worker assignment).
 
@@ -92,7 +96,7 @@ def _group_counts(args: tuple[SceneSpec, RelationConfig | None]) -> Counter:
 
 
 def _synthesize_one(
-    args: tuple[SceneSpec, int, int, int, int, float, RelationConfig | None, GroupStats],
+    args: tuple[SceneSpec, int, int, int, int, float, RelationConfig | None, GroupStats | None],
 ) -> tuple[str, list[Instance], Counter]:
     spec, seed, index, offset, quota, share, relations, groups = args
     scene = spec.load()
@@ -148,11 +152,16 @@ def run_synthesis(
 
     A first pass counts how often every condition group is true across the scenes
     (:class:`~condvln.synth.groups.GroupStats`), so the sampler asks only groups whose truth
-    varies. ``strata`` (one label per scene, e.g. its split group) makes balancing hold within
+    varies (with fewer than :data:`MIN_SCENES_FOR_GROUPS` scenes there is no distribution to
+    speak of: any group is asked, and only balancing evens the truths). ``strata`` (one label per scene, e.g. its split group) makes balancing hold within
     each stratum, not only over the whole run.
     """
-    groups = GroupStats.total(
-        ordered_map(_group_counts, [(spec, relation_config) for spec in scenes], workers)
+    groups = (
+        GroupStats.total(
+            ordered_map(_group_counts, [(spec, relation_config) for spec in scenes], workers)
+        )
+        if len(scenes) >= MIN_SCENES_FOR_GROUPS
+        else None
     )
     labels = list(strata) if strata is not None else [""] * len(scenes)
     rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaves rotate per stratum
@@ -174,5 +183,9 @@ def run_synthesis(
     kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered])
     rejections["balancing"] += len(gathered) - len(kept)
     report = balance_report(kept)
-    report["group_scan"] = {"groups": len(groups.counts), "usable": groups.n_usable()}
+    report["group_scan"] = (
+        {"groups": len(groups.counts), "usable": groups.n_usable()}
+        if groups is not None
+        else {"skipped": f"fewer than {MIN_SCENES_FOR_GROUPS} scenes"}
+    )
     return SynthesisResult(kept, len(gathered), rejections, report, scene_ids)

@@ -255,8 +255,10 @@ def _draw(
     truths: list[bool],
     truth: bool,
     rng: np.random.Generator,
+    missing: str,
 ) -> int:
-    """Index of the candidate to ask, or ``Rejected`` (the attempt starts over).
+    """Index of the candidate to ask, or ``Rejected`` (the attempt starts over; with reason
+    ``missing`` when no candidate has the wanted truth).
 
     Equivalent to drawing one candidate uniformly regardless of truth and keeping it when its
     truth is the wanted one with probability :func:`_acceptance` — which asks every group as
@@ -271,7 +273,9 @@ def _draw(
         ]
     )
     success = float(weights.sum()) / len(keys)
-    if success <= 0.0 or rng.random() >= min(1.0, success / ROOM_ACCEPT):
+    if success <= 0.0:
+        raise Rejected(missing)  # nothing here has that truth: retrying the same room is futile
+    if rng.random() >= min(1.0, success / ROOM_ACCEPT):
         raise Rejected(DRAW_REJECTION)
     return int(rng.choice(len(keys), p=weights / weights.sum()))
 
@@ -294,7 +298,8 @@ def _presence(
     if not pool:
         raise Rejected("no_presence_category")
     keys = [("exists", c, room_type) for c in pool]
-    category = pool[_draw(ctx, keys, [c in present for c in pool], truth, rng)]
+    missing = "no_presence_category" if truth else "no_absent_category"
+    category = pool[_draw(ctx, keys, [c in present for c in pool], truth, rng, missing)]
     used.add(category)
     return Exists(category, room_type)
 
@@ -325,7 +330,9 @@ def _relation(
         predicates = sorted(by_predicate)
         predicate = predicates[int(rng.integers(len(predicates)))]
         facts = by_predicate[predicate]
-        chosen = _draw(ctx, [f[2] for f in facts], [f[3] for f in facts], truth, rng)
+        chosen = _draw(
+            ctx, [f[2] for f in facts], [f[3] for f in facts], truth, rng, "no_relation_pair"
+        )
         s, t = facts[chosen][:2]
         used.update((s, t))
         return Relation(refs[s], predicate, refs[t])  # type: ignore[arg-type]
