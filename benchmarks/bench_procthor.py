@@ -2,7 +2,7 @@
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/bench_procthor.py [--repeat 20] [--fixtures ../shared/fixtures]
+    PYTHONPATH=src python benchmarks/bench_procthor.py [--repeat 20] [--fixtures tests/data]
 
 Prints ProcTHOR houses loaded per second (every fixture house, repeated), iTHOR scenes loaded
 per second from the fixture files, and — when the optional ``procthor`` package is installed —
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from condvln.scene.sources import ithor, procthor
 
-DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+DEFAULT_FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "data"
 
 
 def rate(references: list[str], loader: Callable[[str], object], repeat: int) -> float:

@@ -1,4 +1,4 @@
-"""Shared test fixtures: paths to the real data in ``../shared``."""
+"""Shared test fixtures: the CLI runner, the test-data folder ``tests/data`` and a hand-made scene."""
 
 from __future__ import annotations
 
@@ -13,12 +13,11 @@ import pytest
 from condvln.graph import SceneGraph, build_scene_graph
 from condvln.scene.model import Door, Room, Scene, SceneObject
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-FIXTURES = SHARED / "fixtures"
+DATA = Path(__file__).resolve().parent / "data"
 
 
-def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}  # rich wraps at the terminal width
+def _run_cli(*args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": str(columns)}  # rich wraps at the terminal width
     return subprocess.run(
         [sys.executable, "-m", "condvln", *args],
         capture_output=True,
@@ -30,16 +29,15 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="session")
 def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run ``python -m condvln ARGS`` (wide terminal) and capture its output."""
+    """Run ``python -m condvln ARGS`` (a 200-column terminal unless ``columns=``) and capture
+    its output."""
     return _run_cli
 
 
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
-    """The shared real-data fixtures folder."""
-    if not FIXTURES.is_dir():
-        pytest.fail(f"shared fixtures not found at {FIXTURES}")
-    return FIXTURES
+    """The repository's test-data folder ``tests/data`` (sources and licences in its SOURCES.md)."""
+    return DATA
 
 
 def _obj(oid: str, category: str, center: tuple[float, float, float], size) -> SceneObject:

@@ -22,6 +22,8 @@ def test_benchmark_writes_tables_and_reuses_its_dataset(tmp_path: Path) -> None:
         assert (out / name).is_file(), name
     results = orjson.loads((out / "results.json").read_bytes())
     assert set(results["runs"]) == {"random", "oracle_linear"}
+    assert results["provenance"]["versions"]["condvln"] == results["condvln_version"]
+    assert set(results["provenance"]) == {"command_line", "versions", "git"}
     oracle, random = (results["runs"][k]["metrics"] for k in ("oracle_linear", "random"))
     assert oracle["success"] > random["success"]
     assert oracle["csr"] > random["csr"]

@@ -145,7 +145,37 @@ def test_audit_prints_balance_and_rejections(cli) -> None:
 
 def test_benchmark_command_small(cli, tmp_path: Path) -> None:
     out = tmp_path / "bench"
-    result = cli("benchmark", "--out", str(out), "--scenes", "6", "--per-scene", "20", "-q")
+    mine = Path(__file__).parent / "agents" / "data" / "served_agent.py"
+    args = ("benchmark", "--out", str(out), "--scenes", "6", "--per-scene", "20", "-q")
+    agent = ("--agent", f"{mine}:DetectionAgent", "--agent-arg", "max_steps=30")
+    result = cli(*args, *agent, columns=80)
     assert result.returncode == 0, result.stderr
-    assert "Main results (%)" in result.stdout and "oracle_linear" in result.stdout
+    assert "Table 2: main results (%)" in result.stdout and "neurosymbolic+noise" in result.stdout
+    assert max(map(len, result.stdout.splitlines())) <= 80 and "…" not in result.stdout
     assert (out / "table2.md").is_file() and (out / "table3.csv").is_file()
+    assert "| DetectionAgent |" in (out / "table2.md").read_text()
+    manifest = orjson.loads((out / "runs" / "DetectionAgent" / "manifest.json").read_bytes())
+    assert manifest["agent_args"] == {"max_steps": 30}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("scenes", "sources"),
+        ("scenes", "show", "7"),
+        ("graph", "7"),
+        ("audit", "--scenes", "6", "--per-scene", "12", "-j", "1", "-q"),
+        ("config", "benchmark"),
+    ],
+)
+def test_terminal_output_fits_80_columns(cli, args: tuple[str, ...]) -> None:
+    result = cli(*args, columns=80)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) > 3 and max(map(len, lines)) <= 80
+    assert "…" not in result.stdout  # nothing cut off
+
+
+def test_sources_table_shows_bracketed_references(cli) -> None:
+    """Rich markup must not eat ``[#SCENE]`` in the ithor reference."""
+    assert "[#SCENE]" in cli("scenes", "sources", columns=80).stdout

@@ -1,4 +1,5 @@
-"""Known points for :mod:`condvln.frames`, including the real Matterport / VLN-CE samples."""
+"""Known points for :mod:`condvln.frames`: published VLN-CE / R2R values and nav-graph samples
+written in the Matterport3DSimulator and habitat connectivity formats."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
 from condvln.frames import (
     habitat_box_from_zup,
@@ -70,12 +72,14 @@ def test_vlnce_real_start_rotation_is_yaw_210_degrees() -> None:
     assert _angle_equal(quaternion_to_yaw(VLNCE_START_ROTATION), math.radians(210.0))
 
 
-def test_r2r_heading_maps_to_vlnce_rotation(fixtures_dir: Path) -> None:
+R2R_PATH_37_HEADING = 2.488
+"""R2R val_seen path 37 ``heading`` (rad), FORMATS.md §2.2; its VLN-CE episodes start at 210°."""
+
+
+def test_r2r_heading_maps_to_vlnce_rotation() -> None:
     """FORMATS §2.2: R2R heading h (clockwise) → yaw −h rounded to 30° (path 37 → episode 1)."""
-    entries = json.loads((fixtures_dir / "r2r" / "R2R_val_seen_excerpt.json").read_text())
-    heading = next(e["heading"] for e in entries["entries"] if e["path_id"] == 37)
     step = math.radians(30.0)
-    yaw = round(-heading / step) * step
+    yaw = round(-R2R_PATH_37_HEADING / step) * step
     assert _same_rotation(yaw_to_quaternion(yaw), VLNCE_START_ROTATION)
 
 
@@ -84,55 +88,55 @@ def test_wxyz_to_xyzw() -> None:
     assert xyzw_from_wxyz([1, 2, 3, 4]) == (2.0, 3.0, 4.0, 1.0)
 
 
-# --- Matterport connectivity pair (GdvgFV5R1Z5) --------------------------------------------------
+# --- Matterport nav graph in both frames ---------------------------------------------------------
+# tests/data/mp3d/*format_sample.json: four nodes written in the Matterport3DSimulator
+# ``connectivity/*.json`` layout (row-major 4×4 camera-to-world pose, camera ``height`` above
+# the floor) and in the habitat connectivity layout (``nodes`` at the floor, Y up).
 
 
 @pytest.fixture(scope="module")
 def mp3d_pair(fixtures_dir: Path) -> list[tuple[str, np.ndarray, float, np.ndarray]]:
-    """``(image_id, camera position (Z-up), camera height, habitat node)`` of shared nodes."""
+    """``(image_id, camera position (Z-up), camera height, habitat node)`` of every node."""
     folder = fixtures_dir / "mp3d"
-    mp3d = json.loads((folder / "mp3dsim_connectivity_GdvgFV5R1Z5.json").read_text())
-    habitat = json.loads((folder / "habitat_connectivity_GdvgFV5R1Z5.json").read_text())["nodes"]
+    mp3d = json.loads((folder / "connectivity_format_sample.json").read_text())
+    habitat = json.loads((folder / "habitat_connectivity_format_sample.json").read_text())["nodes"]
     pairs = []
     for node in mp3d:
-        if node["image_id"] in habitat:
-            pose = np.asarray(node["pose"], dtype=np.float64).reshape(4, 4)  # row-major
-            pairs.append(
-                (
-                    node["image_id"],
-                    pose[:3, 3],
-                    float(node["height"]),
-                    np.asarray(habitat[node["image_id"]]),
-                )
+        pose = np.asarray(node["pose"], dtype=np.float64).reshape(4, 4)  # row-major
+        pairs.append(
+            (
+                node["image_id"],
+                pose[:3, 3],
+                float(node["height"]),
+                np.asarray(habitat[node["image_id"]]),
             )
+        )
     return pairs
 
 
-def test_mp3d_pair_covers_ten_nodes(mp3d_pair: list) -> None:
-    assert len(mp3d_pair) == 10
+def test_mp3d_pair_covers_every_node(mp3d_pair: list) -> None:
+    assert len(mp3d_pair) == 4
 
 
-def test_mp3d_reference_node_is_exact(mp3d_pair: list) -> None:
-    """Node 5fd70cff… (FORMATS §2.2) is the one node the Habitat graph kept unsnapped."""
-    (cam, hab) = next((c, h) for i, c, _, h in mp3d_pair if i.startswith("5fd70cff"))
-    mapped = habitat_from_zup(cam)
-    assert mapped[0] == pytest.approx(hab[0], abs=1e-6)
-    assert mapped[2] == pytest.approx(hab[2], abs=1e-6)
+def test_mp3d_reference_node_is_exact() -> None:
+    """Node ``5fd70cff…`` of scan GdvgFV5R1Z5 (FORMATS §2.2): MP3D (0.01080, 0.00604, 1.512)
+    lies at Habitat x = 0.01080, z = −0.00604."""
+    mapped = habitat_from_zup((0.01080, 0.00604, 1.512))
+    assert (mapped[0], mapped[2]) == pytest.approx((0.01080, -0.00604), abs=1e-12)
 
 
-def test_mp3d_pair_matches_transform_up_to_navmesh_snapping(mp3d_pair: list) -> None:
-    """All nodes agree with ``(x, y, z) → (x, z, −y)`` to within the navmesh snap (≤ 0.51 m).
+def test_mp3d_transform_is_habitat_sims_rotation(mp3d_pair: list) -> None:
+    """habitat-sim loads Z-up scans with the rotation taking −Z to −Y, R_x(−90°)."""
+    rotation = Rotation.from_rotvec([-math.pi / 2.0, 0.0, 0.0])
+    for _, cam, _, _ in mp3d_pair:
+        assert habitat_from_zup(cam) == pytest.approx(tuple(rotation.apply(cam)), abs=1e-12)
 
-    The Habitat graph stores navmesh-snapped points, so only the reference node is exact (see
-    above); the other nine move 0.05–0.50 m horizontally. Every other axis convention is off by
-    metres, so the transform is still pinned down by the data.
-    """
+
+def test_mp3d_pair_matches_the_transform_and_no_other_convention(mp3d_pair: list) -> None:
     cams = np.array([c for _, c, _, _ in mp3d_pair])
     habs = np.array([h for _, _, _, h in mp3d_pair])
     mapped = np.array([habitat_from_zup(c) for c in cams])
-    residual = np.hypot(mapped[:, 0] - habs[:, 0], mapped[:, 2] - habs[:, 2])
-    assert residual.max() < 0.51
-    assert np.median(residual) < 0.15
+    assert np.hypot(mapped[:, 0] - habs[:, 0], mapped[:, 2] - habs[:, 2]).max() < 1e-12
     alternatives = {
         "(x, z, y)": np.column_stack([cams[:, 0], cams[:, 1]]),
         "(y, z, -x)": np.column_stack([cams[:, 1], -cams[:, 0]]),
@@ -143,13 +147,7 @@ def test_mp3d_pair_matches_transform_up_to_navmesh_snapping(mp3d_pair: list) -> 
         assert np.median(wrong) > 2.0, name
 
 
-def test_mp3d_habitat_y_is_navmesh_floor_above_camera_base(mp3d_pair: list) -> None:
-    """Habitat y is the navmesh floor: ``z_cam − height`` plus 0.155–0.27 m (not exact).
-
-    Eight of the ten nodes share the floor height 0.166666 exactly; the camera base
-    ``z_cam − height`` lies 0.16 ± 0.01 m below it (0.27 m for the one node on a raised floor).
-    """
-    gaps = np.array([h[1] - (c[2] - height) for _, c, height, h in mp3d_pair])
-    assert gaps.min() > 0.15 and gaps.max() < 0.28
-    floors = [h[1] for *_, h in mp3d_pair]
-    assert sum(abs(y - 0.16666600108146667) < 1e-12 for y in floors) == 8
+def test_mp3d_habitat_y_is_the_floor_below_the_camera(mp3d_pair: list) -> None:
+    """Habitat nodes sit on the floor: camera z minus the node's camera ``height``."""
+    for _, cam, height, hab in mp3d_pair:
+        assert hab[1] == pytest.approx(cam[2] - height, abs=1e-9)

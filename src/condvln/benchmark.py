@@ -3,6 +3,7 @@
 The default is sized to finish in minutes on a 2-core laptop; ``full=True`` uses the paper-scale
 dataset of ``condvln generate``. Every piece is the same code the individual commands run, so a
 benchmark folder can be re-scored or extended with ``condvln run`` / ``condvln evaluate``.
+Users' agents join every table as extra rows (:func:`user_runs`, ``--agent SPEC``).
 
 Results folder::
 
@@ -12,11 +13,14 @@ Results folder::
     table2.md|csv            paper Table 2 layout, one row per run
     table3.md|csv            paper Table 3 layout (depth and chain sweeps)
     results.json             the main numbers of every run
+    report.html              the self-contained HTML report (``condvln report``)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +30,9 @@ import orjson
 from condvln import __version__
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.errors import ConfigError
+from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.io import atomic_write_bytes, read_json
+from condvln.provenance import provenance
 
 Progress = Callable[[str, int], Callable[[], None]]
 
@@ -39,25 +45,53 @@ NOISE = {"miss_rate": 0.3, "confusion_rate": 0.1, "false_detection_rate": 0.05}
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One row of the benchmark: a name, an agent and its observation protocol overrides."""
+    """One row of the benchmark: a name, an agent, its protocol overrides and constructor args."""
 
     name: str
     agent: str
     protocol: dict[str, Any] = field(default_factory=dict)
+    agent_args: dict[str, Any] = field(default_factory=dict)
 
 
-RUNS = (
-    RunSpec("random", "random"),
-    RunSpec("goal_only", "goal_only"),
-    RunSpec("condition_blind", "condition_blind"),
-    RunSpec("text_prior", "text_prior"),
-    RunSpec("commonsense_prior", "commonsense_prior"),
-    RunSpec("neurosymbolic", "neurosymbolic"),
-    RunSpec("neurosymbolic+noise", "neurosymbolic", NOISE),
-    RunSpec("oracle_linear", "oracle_linear"),
-)
-"""The baselines, from the weakest reference to the paper's oracle (the blind prior agents
-choose branches from the text alone: on a balanced dataset they score chance)."""
+def benchmark_runs(noise: Mapping[str, float] = NOISE) -> tuple[RunSpec, ...]:
+    """The baselines, from the weakest reference to the paper's oracle; ``noise`` is the
+    perception noise of the ``neurosymbolic+noise`` run."""
+    return (
+        RunSpec("random", "random"),
+        RunSpec("goal_only", "goal_only"),
+        RunSpec("condition_blind", "condition_blind"),
+        RunSpec("text_prior", "text_prior"),
+        RunSpec("commonsense_prior", "commonsense_prior"),
+        RunSpec("neurosymbolic", "neurosymbolic"),
+        RunSpec("neurosymbolic+noise", "neurosymbolic", dict(noise)),
+        RunSpec("oracle_linear", "oracle_linear"),
+    )
+
+
+RUNS = benchmark_runs()
+"""The default rows of the benchmark."""
+
+
+def user_runs(
+    agents: Iterable[str], agent_args: Mapping[str, Any] | None = None
+) -> tuple[RunSpec, ...]:
+    """Benchmark rows for users' agents (``condvln benchmark --agent SPEC``), named by class.
+
+    >>> [r.name for r in user_runs(["my_agents:Mine", "x/y.py:Mine", "http://127.0.0.1:8000"])]
+    ['Mine', 'Mine-2', '127.0.0.1-8000']
+    """
+    rows: list[RunSpec] = []
+    taken = {r.name for r in RUNS}
+    for agent in agents:
+        base = agent.split("//", 1)[1] if "://" in agent else agent.rpartition(":")[2] or agent
+        base = re.sub(r"[^A-Za-z0-9_.+-]+", "-", base).strip("-") or "agent"
+        name, k = base, 1
+        while name in taken:
+            k += 1
+            name = f"{base}-{k}"
+        taken.add(name)
+        rows.append(RunSpec(name, agent, agent_args=dict(agent_args or {})))
+    return tuple(rows)
 
 
 def _dataset(out: Path, config: GenerateConfig, workers: int, progress: Progress | None) -> Path:
@@ -99,6 +133,8 @@ def run_benchmark(
     workers: int = 1,
     runs: tuple[RunSpec, ...] = RUNS,
     config: GenerateConfig | None = None,
+    protocol: Mapping[str, Any] | None = None,
+    options: MetricOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run the whole experiment into ``out`` and return the per-run records and tables.
@@ -110,11 +146,14 @@ def run_benchmark(
         workers: Worker processes for generation and for the agent runs.
         runs: The rows of the benchmark.
         config: Dataset configuration (overrides ``full``; for custom or test runs).
+        protocol: Observation protocol of every run (a run's own settings go on top).
+        options: Metric conventions and thresholds.
         progress: ``progress(label, total)`` returning an ``advance()`` callback.
     """
     from condvln.agents.run import run_agent
     from condvln.evaluation.evaluate import evaluate_run
     from condvln.evaluation.tables import table2, table3
+    from condvln.report.html import write_report
 
     out = Path(out)
     config = config or (GenerateConfig() if full else SMALL)
@@ -128,7 +167,8 @@ def run_benchmark(
             dataset,
             split,
             run_dir,
-            protocol=spec.protocol,
+            agent_args=spec.agent_args,
+            protocol={**(protocol or {}), **spec.protocol},
             workers=workers,
             progress=_episode_progress(progress, f"run {spec.name}"),
         )
@@ -137,12 +177,15 @@ def run_benchmark(
             run_dir / "trajectories.jsonl",
             out / "eval" / spec.name,
             split=split,
+            options=options,
             run_name=spec.name,
         )
         records[spec.name] = result["records"]
         summaries[spec.name] = {
             "agent": spec.agent,
+            "agent_args": spec.agent_args,
             "protocol": spec.protocol,
+            "agent_failures": summary.failures,
             "episodes": summary.episodes,
             "seconds": round(summary.seconds, 2),
             "metrics": {k: v.get("mean") for k, v in result["metrics"]["metrics"].items()},
@@ -156,8 +199,13 @@ def run_benchmark(
         "condvln_version": __version__,
         "dataset": str(dataset),
         "dataset_config_hash": config.config_hash(),
+        "dataset_config": config.model_dump(mode="json"),
         "split": split,
+        "protocol": dict(protocol or {}),
+        "metric_options": dataclasses.asdict(options),
+        "provenance": provenance(),
         "runs": summaries,
     }
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    write_report(out, out / "report.html", progress=progress)
     return {"results": results, "tables": tables, "records": records}

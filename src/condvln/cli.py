@@ -13,14 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from condvln import __version__
 from condvln.errors import CondVLNError
 
 if TYPE_CHECKING:
-    from condvln.evaluation.tables import ResultTable
     from condvln.synth.pipeline import SynthesisResult
 
 app = typer.Typer(
@@ -69,7 +70,7 @@ def scenes_sources() -> None:
     table.add_column("description")
     for name in SOURCES.names():
         src = SOURCES.get(name)
-        table.add_row(name, src.reference, src.description)
+        table.add_row(name, escape(src.reference), escape(src.description))
     console.print(table)
 
 
@@ -191,6 +192,46 @@ WorkersOption = Annotated[
     int | None, typer.Option("--workers", "-j", help="Worker processes (default: all cores).")
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", "-c", help="YAML or JSON settings file (keys: `condvln config COMMAND`)."
+    ),
+]
+OverridesArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="KEY=VALUE",
+        help="Dotted overrides, e.g. relations.near_holds=0.4 (win over --config and options).",
+        show_default=False,
+    ),
+]
+
+
+def _settings(
+    ctx: typer.Context,
+    command: str,
+    config_file: Path | None,
+    overrides: list[str] | None,
+    options: dict[str, str],
+    base: dict[str, Any] | None = None,
+) -> Any:
+    """A command's effective settings; ``options`` maps parameter names to dotted keys, and
+    only the options given on the command line count (their defaults are the model's)."""
+    from condvln.config import SETTINGS, resolve
+
+    def explicit(name: str) -> bool:  # typer may vendor click: compare the enum by name
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+    given = {key: ctx.params[name] for name, key in options.items() if explicit(name)}
+    return resolve(
+        SETTINGS[command],
+        config_file=config_file,
+        overrides=overrides or (),
+        options=given,
+        base=base,
+    )
 
 
 @app.command("audit")
@@ -289,11 +330,18 @@ def _leakage_audit(dataset: Path, split: str) -> None:
 
 def _print_audit(result: SynthesisResult) -> None:
     report = result.report
-    table = Table(title="Gold-branch balance per bucket (category/composition/evidence/horizon)")
-    table.add_column("bucket", min_width=34)
-    for column in ("gold leaf counts", "χ²", "p", "max/min", "gold nearest"):
-        table.add_column(column, justify="right")
+    table = Table(
+        title="Gold-branch balance per bucket",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("bucket", no_wrap=True)
+    for column in ("gold per leaf", "χ²", "p", "ratio", "near"):
+        table.add_column(column, justify="right", no_wrap=True)
+    short = {"cross_room": "room", "relation": "rel", "hidden": "hid", "visible": "vis"}
     for key, row in report["buckets"].items():
+        key = "/".join(short.get(part, part) for part in key.split("/"))
         ratio = "—" if row["max_min_ratio"] is None else f"{row['max_min_ratio']:.2f}"
         table.add_row(
             key,
@@ -304,6 +352,11 @@ def _print_audit(result: SynthesisResult) -> None:
             f"{row['nearest_rate']:.2f}",
         )
     console.print(table)
+    console.print(
+        "bucket: category/composition (room: cross-room presence, rel: relation)/evidence "
+        "(hid: hidden, vis: visible)/horizon; ratio: max/min of the gold counts; near: share "
+        "of gold goals that are the nearest branch goal"
+    )
     for leaf, row in report["constant_branch"].items():
         console.print(
             f"always branch {leaf}: accuracy {100 * row['accuracy']:.1f}% "
@@ -332,7 +385,10 @@ def _print_audit(result: SynthesisResult) -> None:
 
 @app.command("generate")
 def generate_command(
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder to create.")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
     source: SourceOption = "procedural",
     scenes: Annotated[
         int | None, typer.Option(help="Procedural houses (seeds 0..N-1) or most input files.")
@@ -348,17 +404,11 @@ def generate_command(
     quiet: QuietOption = False,
 ) -> None:
     """Generate a CondVLN dataset in VLN-CE format (defaults: the paper's scale)."""
-    from condvln.dataset.generate import GenerateConfig, generate_dataset
+    from condvln.dataset.generate import generate_dataset
     from condvln.synth.pipeline import default_workers
 
-    config = GenerateConfig(
-        source=source,
-        scenes=scenes,
-        inputs=tuple(inputs or ()),
-        per_scene=per_scene,
-        seed=seed,
-        counterfactual_share=counterfactual_share,
-    )
+    keys = ("source", "scenes", "per_scene", "seed", "inputs", "counterfactual_share")
+    config = _settings(ctx, "generate", config_file, overrides, {k: k for k in keys})
     with _MultiProgress(quiet) as bars:
         stats = generate_dataset(
             config,
@@ -367,10 +417,41 @@ def generate_command(
             overwrite=overwrite,
             progress=bars.add,
         )
+    console.print(_counts_table(stats["requested_vs_produced"]))
     console.print(
         f"wrote {out}: {stats['episodes']} episodes over {stats['scenes']} scenes "
         f"({', '.join(f'{k} {v}' for k, v in stats['splits'].items())})"
     )
+    for warning in stats["warnings"]:
+        print(f"condvln: warning: {warning}", file=sys.stderr)
+
+
+def _counts_table(versus: dict[str, Any]) -> Table:
+    """Produced / requested episodes, Table 1 categories × splits (fits 80 columns)."""
+    splits = list(versus["splits"])
+    table = Table(
+        title="Episodes produced / requested",
+        box=box.SIMPLE_HEAD,
+        caption=_COUNTS_CAPTION,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("category", no_wrap=True)
+    for name in [*splits, "total"]:
+        table.add_column(name, justify="right", no_wrap=True)
+
+    def cell(row: dict[str, Any]) -> str:
+        return f"{row['produced']}/{row['requested']}"
+
+    for name, total in versus["total"]["categories"].items():
+        table.add_row(
+            name, *(cell(versus["splits"][s]["categories"][name]) for s in splits), cell(total)
+        )
+    table.add_row("all", *(cell(versus["splits"][s]) for s in splits), cell(versus["total"]))
+    return table
+
+
+_COUNTS_CAPTION = "requested: per_scene × scenes, spread over categories"
 
 
 class _MultiProgress:
@@ -441,7 +522,10 @@ def evaluate_command(
     predictions: Annotated[
         Path, typer.Argument(help="Trajectory JSONL or VLN-CE leaderboard JSON.")
     ],
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the results.")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
     split: Annotated[
         str | None, typer.Option(help="Split to score (default: inferred from the ids).")
     ] = None,
@@ -451,16 +535,38 @@ def evaluate_command(
     """Score predictions: standard VLN metrics, BSA / CSR and branch diagnostics, with tables."""
     from condvln.evaluation.evaluate import evaluate_run, render_summary
 
-    result = evaluate_run(dataset, predictions, out, split=split, seed=seed, run_name=name)
+    s = _settings(
+        ctx, "evaluate", config_file, overrides, {k: k for k in ("split", "name", "seed")}
+    )
+    result = evaluate_run(
+        dataset, predictions, out, split=s.split, seed=s.seed, options=s.metrics, run_name=s.name
+    )
     console.print(render_summary(result))
-    console.print(f"wrote {out}")
+
+
+AgentArgOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--agent-arg",
+        help="Agent constructor argument KEY=VALUE, VALUE parsed as JSON (repeatable).",
+    ),
+]
 
 
 @app.command("run")
 def run_command(
-    agent: Annotated[str, typer.Option(help="Agent name (see `condvln agents`) or module:Class.")],
+    agent: Annotated[
+        str,
+        typer.Option(
+            help="Agent: a name (see `condvln agents`), package.module:Class, "
+            "path/to/file.py:Class or http://HOST:PORT (an agent server)."
+        ),
+    ],
     dataset: Annotated[Path, typer.Option(help="Dataset folder written by `condvln generate`.")],
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumed if present).")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
     split: Annotated[str, typer.Option(help="Split to run.")] = "val_unseen",
     limit: Annotated[int | None, typer.Option(help="Run only the first N episodes.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of agents and perception noise.")] = 0,
@@ -471,36 +577,62 @@ def run_command(
         float, typer.Option(help="Perception noise: spurious detections per step.")
     ] = 0.0,
     map_access: Annotated[bool, typer.Option(help="Give the agent the navigable map.")] = True,
+    agent_arg: AgentArgOption = None,
+    batch_size: Annotated[
+        int, typer.Option(help="Episodes per worker stepped in lockstep (agents with act_batch).")
+    ] = 1,
+    step_timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds an agent call may take; slower steps end the episode."),
+    ] = None,
+    fail_fast: Annotated[
+        bool, typer.Option(help="Stop at the first episode the agent fails.")
+    ] = False,
     workers: WorkersOption = None,
     quiet: QuietOption = False,
 ) -> None:
-    """Run an agent in the built-in simulator; writes trajectories and VLN-CE predictions."""
+    """Run an agent in the built-in simulator; writes trajectories and VLN-CE predictions.
+
+    An exception in the agent, an invalid action or a step slower than --step-timeout ends
+    that episode (status agent_error / invalid_action / timeout, with a reason); the run goes
+    on and running the command again retries those episodes.
+    """
+    from condvln.agents.base import parse_agent_args
     from condvln.agents.run import run_agent
     from condvln.synth.pipeline import default_workers
 
-    protocol = {
-        "panoramic": panoramic,
-        "miss_rate": miss_rate,
-        "confusion_rate": confusion_rate,
-        "false_detection_rate": false_detection_rate,
-        "map_access": map_access,
-    }
+    protocol_keys = ("panoramic", "miss_rate", "confusion_rate", "false_detection_rate")
+    keys = {"split": "split", "limit": "limit", "seed": "seed", "map_access": "protocol.map_access"}
+    keys |= {k: f"protocol.{k}" for k in protocol_keys}
+    s = _settings(ctx, "run", config_file, overrides, keys)
     with _MultiProgress(quiet) as bars:
         summary = run_agent(
             agent,
             dataset,
-            split,
+            s.split,
             out,
-            protocol=protocol,
-            seed=seed,
+            agent_args=parse_agent_args(agent_arg or ()),
+            protocol=s.protocol,
+            seed=s.seed,
             workers=workers or default_workers(),
-            limit=limit,
-            progress=_done_total(bars, f"{agent} on {split}"),
+            batch_size=batch_size,
+            step_timeout=step_timeout,
+            fail_fast=fail_fast,
+            limit=s.limit,
+            progress=_done_total(bars, f"{agent} on {s.split}"),
         )
     console.print(
         f"wrote {out}: {summary.ran} episodes run, {summary.skipped} resumed, "
-        f"{summary.stopped} stopped, {summary.steps} steps in {summary.seconds:.1f} s"
+        f"{summary.stopped} stopped, {summary.steps} steps in {summary.seconds:.1f} s",
+        markup=False,
     )
+    if summary.failures:
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.failures.items()))
+        console.print(
+            f"agent failures: {counts}; first: {summary.first_failure} "
+            "(all reasons in trajectories.jsonl; run again to retry them)",
+            markup=False,
+        )
 
 
 def _done_total(bars: _MultiProgress, label: str) -> Callable[[int, int], None]:
@@ -515,6 +647,47 @@ def _done_total(bars: _MultiProgress, label: str) -> Callable[[int, int], None]:
     return update
 
 
+@app.command("check-agent")
+def check_agent_command(
+    agent: Annotated[
+        str,
+        typer.Argument(help="Agent spec: name, module:Class, file.py:Class or http://HOST:PORT."),
+    ],
+    dataset: Annotated[
+        Path | None, typer.Option(help="Dataset folder (default: a small generated one).")
+    ] = None,
+    split: Annotated[str, typer.Option(help="Split whose first episodes are used.")] = "train",
+    episodes: Annotated[int, typer.Option(help="Episodes per check run.")] = 3,
+    agent_arg: AgentArgOption = None,
+    step_timeout: Annotated[float, typer.Option(help="Seconds an agent call may take.")] = 30.0,
+) -> None:
+    """Check an agent: interface, valid actions, determinism, no label access (exit 1 on FAIL)."""
+    from condvln.agents.base import parse_agent_args
+    from condvln.agents.check import check_agent
+
+    checks = check_agent(
+        agent,
+        dataset=dataset,
+        split=split,
+        episodes=episodes,
+        agent_args=parse_agent_args(agent_arg or ()),
+        step_timeout=step_timeout,
+    )
+    table = Table(title=f"check-agent {agent}")
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("detail")
+    styles = {"ok": "green", "warn": "yellow", "FAIL": "bold red", "skip": "dim"}
+    for check in checks:
+        table.add_row(check.name, f"[{styles[check.level]}]{check.level}[/]", escape(check.detail))
+    console.print(table)
+    failed = [c.name for c in checks if c.level == "FAIL"]
+    if failed:
+        console.print(f"FAILED: {', '.join(failed)}", markup=False)
+        raise typer.Exit(1)
+    console.print("all checks passed", markup=False)
+
+
 @app.command("agents")
 def agents_command() -> None:
     """List the registered agents."""
@@ -524,8 +697,69 @@ def agents_command() -> None:
         console.print(name)
 
 
+@app.command("config")
+def config_command(
+    command: Annotated[str, typer.Argument(help="generate, run, evaluate or benchmark.")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
+) -> None:
+    """Print a command's settings as YAML: the defaults, or the effective ones for a
+    --config file and overrides (a starting point for your own file)."""
+    from condvln.config import SETTINGS, defaults_yaml, resolve
+    from condvln.registry import Registry
+
+    commands: Registry[type] = Registry("configurable command")
+    for name, model in SETTINGS.items():
+        commands.add(name, model)
+    model = commands.get(command)
+    settings = resolve(model, config_file=config_file, overrides=overrides or ())
+    print(defaults_yaml(model, settings), end="")
+
+
+@app.command("viz")
+def viz_command(
+    run: Annotated[Path, typer.Argument(help="Run folder written by `condvln run`.")],
+    episode: Annotated[int, typer.Option("--episode", "-e", help="Episode id.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output PNG file.")],
+    dataset: Annotated[
+        Path | None, typer.Option(help="Dataset folder (default: the run manifest's).")
+    ] = None,
+) -> None:
+    """Draw one episode's map: trajectory, reference path, every branch goal, subgoals."""
+    from condvln.report.viz import outcome_text, viz_episode
+
+    written, figure, path = viz_episode(run, episode, out, dataset_dir=dataset)
+    console.print(f"wrote {written}: {outcome_text(figure, path)}", markup=False)
+
+
+@app.command("report")
+def report_command(
+    results: Annotated[
+        Path, typer.Argument(help="Benchmark folder, or one `condvln evaluate` output folder.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output HTML file.")] = Path(
+        "report.html"
+    ),
+    quiet: QuietOption = False,
+) -> None:
+    """Write one self-contained HTML report: coverage, tables, plots, episode maps."""
+    from condvln.report.html import write_report
+
+    with _MultiProgress(quiet) as bars:
+        summary = write_report(results, out, progress=bars.add)
+    for warning in summary.warnings:
+        console.print(f"warning: {warning}", style="yellow", markup=False)
+    console.print(
+        f"wrote {summary.path} ({summary.size / 1e6:.1f} MB): {summary.runs} runs, "
+        f"{summary.rows} episode rows, {summary.maps} maps over {summary.scenes} scenes"
+    )
+
+
 @app.command("benchmark")
 def benchmark_command(
+    ctx: typer.Context,
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")] = Path(
         "results/benchmark"
     ),
@@ -538,75 +772,44 @@ def benchmark_command(
         typer.Option(help="Instructions sampled per house (default 50; 75 with --full)."),
     ] = None,
     split: Annotated[str, typer.Option(help="Split the agents are scored on.")] = "val_unseen",
+    agent: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent",
+            help="Also run this agent (module:Class, file.py:Class or http://HOST:PORT; "
+            "repeatable).",
+        ),
+    ] = None,
+    agent_arg: AgentArgOption = None,
     workers: WorkersOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
-    from condvln.benchmark import SMALL, run_benchmark
+    from condvln.agents.base import parse_agent_args
+    from condvln.benchmark import benchmark_runs, run_benchmark, user_runs
     from condvln.dataset.generate import GenerateConfig
     from condvln.synth.pipeline import default_workers
 
-    base = GenerateConfig() if full else SMALL
-    overrides = {k: v for k, v in (("scenes", scenes), ("per_scene", per_scene)) if v is not None}
-    config = base.model_copy(update=overrides)
+    keys = {"scenes": "dataset.scenes", "per_scene": "dataset.per_scene", "split": "split"}
+    base = {"dataset": GenerateConfig()} if full else None
+    s = _settings(ctx, "benchmark", config_file, overrides, keys, base=base)
     with _MultiProgress(quiet) as bars:
         outcome = run_benchmark(
             out,
-            config=config,
-            split=split,
+            config=s.dataset,
+            split=s.split,
             workers=workers or default_workers(),
+            runs=benchmark_runs(s.noise.model_dump())
+            + user_runs(agent or (), parse_agent_args(agent_arg or ())),
+            protocol=s.protocol.model_dump(),
+            options=s.metrics,
             progress=bars.add,
         )
-    console.print(_compact(outcome["tables"]["table2"], _TABLE2_COLUMNS, "Main results (%)"))
-    console.print(
-        "BA: branch accuracy (ended nearest the gold branch goal); "
-        "1/n: chance; any: stopped at some branch goal; WB: stopped at a wrong branch's goal"
-    )
-    console.print(
-        _compact(outcome["tables"]["table3"], _TABLE3_COLUMNS, "CSR by depth d and chain ℓ (%)")
-    )
-    console.print(
-        f"wrote {out}: full tables in table2.md / table3.md (+ .csv), per-run results in eval/"
-    )
+    from condvln.evaluation.tables import terminal_tables
 
-
-_TABLE2_COLUMNS = {
-    "SR": "SR",
-    "SPL": "SPL",
-    "BSA": "BSA",
-    "CSR": "CSR",
-    "diagnostics BA": "BA",
-    "diagnostics chance": "1/n",
-    "diagnostics SR-any": "any",
-    "diagnostics WB": "WB",
-}
-_TABLE3_COLUMNS = {
-    "base d=1,ℓ=1 CSR": "d1 ℓ1",
-    "depth d=2,ℓ=1 CSR": "d2 ℓ1",
-    "depth d=3,ℓ=1 CSR": "d3 ℓ1",
-    "chain d=1,ℓ=2 CSR": "d1 ℓ2",
-    "chain d=1,ℓ=3 CSR": "d1 ℓ3",
-}
-
-
-def _compact(table: ResultTable, wanted: dict[str, str], title: str) -> Table:
-    """A narrow rich table of selected columns (the "all" group when there are several sources).
-
-    Keys of ``wanted`` are full column names, or bare metric names looked up in the first
-    source group ("all" when present).
-    """
-    first = next((g for g, _ in table.groups if g == "all"), table.groups[0][0])
-    names = [k if k in table.columns else f"{first} {k}" for k in wanted]
-    out = Table(title=title)
-    out.add_column("run", no_wrap=True)
-    for label in wanted.values():
-        out.add_column(label, justify="right")
-    for row in table.rows:
-        values = dict(zip(table.columns, row.values, strict=True))
-        out.add_row(
-            row.name, *("–" if values.get(n) is None else f"{values[n]:.1f}" for n in names)
-        )
-    return out
+    for part in terminal_tables(outcome["tables"]["table2"], outcome["tables"]["table3"]):
+        console.print(part)
+    console.print(f"wrote {out}: per-run results in runs/ and eval/, report.html")
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from condvln.agents.baselines import (
     OracleLinearAgent,
     RandomAgent,
 )
-from condvln.agents.run import _simulator, episode_specs, read_trajectories, run_episode
+from condvln.agents.run import EpisodeWorker, WorkerConfig, episode_specs, read_trajectories
 from condvln.agents.skills import Remembered, predicate_truth
 from condvln.dataset.vlnce import load_split
 from condvln.errors import ConfigError
@@ -29,7 +29,7 @@ BASELINES = ("random", "condition_blind", "goal_only", "oracle_linear", "neurosy
 
 
 def test_agents_load_by_name_and_module_path() -> None:
-    assert set(BASELINES) == set(AGENTS.names())
+    assert set(BASELINES) | {"text_prior", "commonsense_prior"} == set(AGENTS.names())
     assert isinstance(load_agent("condvln.agents.baselines:RandomAgent"), RandomAgent)
     assert load_agent("oracle_linear").instruction_source == "oracle"
     with pytest.raises(ConfigError, match="did you mean 'neurosymbolic'"):
@@ -132,12 +132,13 @@ def _decision_accuracy(dataset: Path, protocol: dict) -> float:
     labels = {
         e["episode_id"]: e["info"]["condvln"] for e in load_split(dataset, "train")["episodes"]
     }
-    proto = parse_protocol(protocol)
+    config = WorkerConfig("neurosymbolic", {}, dataset, parse_protocol(protocol), 0)
+    worker = EpisodeWorker(config, NeurosymbolicAgent())
     right = []
     for spec in episode_specs(dataset, "train", "original"):
-        agent = NeurosymbolicAgent()
-        run_episode(_simulator(dataset, spec.scene_id, proto), agent, spec, 0, "neurosymbolic")
-        right.append(agent.decisions == labels[spec.episode_id]["branch_path"])
+        (record,) = worker.run([spec])
+        assert record["status"] == "ok"
+        right.append(worker.agent.decisions == labels[spec.episode_id]["branch_path"])
     return float(np.mean(right))
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from condvln.agents.base import load_agent
 from condvln.agents.blind import CommonsensePriorAgent, TextPriorAgent, _train_prior
-from condvln.agents.run import _simulator, episode_specs, run_agent, run_episode
+from condvln.agents.run import EpisodeWorker, WorkerConfig, episode_specs, run_agent
 from condvln.dataset.vlnce import load_split
 from condvln.program.ast import program_from_dict
 from condvln.sim.protocol import parse_protocol
@@ -35,15 +35,13 @@ def test_prior_agents_choose_by_prior_whatever_they_see(dataset: Path) -> None:
     ends at the chosen one."""
     episodes = {e["episode_id"]: e for e in load_split(dataset, "train")["episodes"]}
     for agent in (TextPriorAgent(), CommonsensePriorAgent()):
-        if isinstance(agent, TextPriorAgent):
-            agent.fit(dataset)
         at_leaf = []
         for protocol in ({}, {"miss_rate": 0.5, "false_detection_rate": 0.2}):
-            proto = parse_protocol(protocol)
+            config = WorkerConfig("x", {}, dataset, parse_protocol(protocol), 0)
+            worker = EpisodeWorker(config, agent)  # fits the text prior on the dataset
             for spec in episode_specs(dataset, "train", "original", limit=30):
                 info = episodes[spec.episode_id]["info"]["condvln"]
-                sim = _simulator(dataset, spec.scene_id, proto)
-                record = run_episode(sim, agent, spec, 0, "x")
+                (record,) = worker.run([spec])
                 assert agent.chosen == predicted_leaf(
                     program_from_dict(info["program"]), agent.prior()
                 )

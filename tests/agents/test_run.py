@@ -40,7 +40,9 @@ def test_run_folder_layout(dataset: Path, tmp_path: Path) -> None:
             "stop",
             "steps",
             "agent",
+            "status",
         }
+        assert rec["status"] == "ok"
         assert len(rec["positions"]) == len(rec["actions"]) + 1 == len(rec["headings"])
         assert rec["steps"] == len(rec["actions"]) and rec["agent"] == "oracle_linear"
         steps = predictions[str(rec["episode_id"])]

@@ -368,7 +368,7 @@ def test_tables_with_two_runs() -> None:
     t2 = table2(runs)
     assert [g for g, _ in t2.groups] == ["gibson", "mp3d", "all", "diagnostics"]
     assert t2.groups[0][1] == ("SR", "SPL", "BSA", "CSR")
-    assert t2.groups[-1][1] == ("BA", "chance", "SR-any", "WB", *FAILURE_CATEGORIES)
+    assert t2.groups[-1][1] == ("BA", "chance", "SR-any", "WB", "fault", *FAILURE_CATEGORIES)
     oracle, blind = (dict(zip(t2.columns, row.values, strict=True)) for row in t2.rows)
     assert [r.name for r in t2.rows] == ["oracle", "blind"] and t2.rows[1].n == 2
     assert oracle["gibson SR"] == 100.0 and oracle["mp3d SPL"] == 50.0
@@ -376,7 +376,7 @@ def test_tables_with_two_runs() -> None:
     assert blind["diagnostics WB"] == 50.0 and blind["diagnostics navigation"] == 50.0
     md = t2.to_markdown().splitlines()
     assert md[2].startswith("| Model | N | gibson SR") and md[4].startswith("| oracle | 2 | 100.0")
-    assert md[5].count("–") == 7  # blind has no mp3d episode; no branch fields in these records
+    assert md[5].count("–") == 8  # blind has no mp3d episode; no branch or agent fields here
     rows = list(csv.reader(io.StringIO(t2.to_csv())))
     assert rows[0][:3] == ["model", "n", "gibson SR"] and len(rows) == 3
     assert rows[2][rows[0].index("mp3d SR")] == ""

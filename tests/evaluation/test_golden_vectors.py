@@ -1,4 +1,4 @@
-"""Every vector of ``shared/golden/metric_vectors.json``, key by key.
+"""Every vector of ``tests/data/golden/metric_vectors.json``, key by key.
 
 Each golden key names a convention (``conventions`` in the file); :data:`KEY_MAP` says which
 record key and which :class:`MetricOptions` reproduce it, :data:`VARIANTS` does the same for the
@@ -26,7 +26,7 @@ from condvln.evaluation import (
 from condvln.evaluation.aggregate import aggregate, weighted_mean
 from condvln.evaluation.metrics import path_length_weighted, sdtw
 
-GOLDEN_PATH = Path(__file__).resolve().parents[3] / "shared" / "golden" / "metric_vectors.json"
+GOLDEN_PATH = Path(__file__).resolve().parents[1] / "data" / "golden" / "metric_vectors.json"
 GOLDEN = json.loads(GOLDEN_PATH.read_text())
 VECTORS = {v["id"]: v for v in GOLDEN["vectors"]}
 

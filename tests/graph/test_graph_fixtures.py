@@ -18,12 +18,10 @@ from condvln.graph import (
 )
 from condvln.scene import sources
 
-FIXTURES = Path("/work/shared/fixtures")
+FIXTURES = Path(__file__).resolve().parents[1] / "data"
 PROCTHOR_HOUSES = sorted((FIXTURES / "procthor" / "houses").glob("*.json"))
 ITHOR_RAW = FIXTURES / "ai2thor" / "ithor_FloorPlan1_objects_raw.json"
 ITHOR_COMPACT = FIXTURES / "ai2thor" / "ithor_robothor_5scenes_compact.json"
-
-pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared fixtures not available")
 
 
 def check_graph(graph: SceneGraph) -> None:

@@ -22,7 +22,7 @@ from condvln.program.templates import SLOTS, indefinite_article, load_templates,
 from condvln.scene import sources
 from condvln.scene.catalogue import load_catalogue
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "data"
 TEMPLATES = load_templates()
 NAME_WORDS = sorted(TEMPLATES.keywords - TEMPLATES.reserved)
 

@@ -1,5 +1,6 @@
 """The ``gibson`` source: 3D Scene Graph ``.npz`` files built here from the published field list,
-habitat-sim's ``GibsonTestScene.scn``, and the refusal of pickles that would run code.
+a ``.scn`` written in the layout of habitat-sim's ``GibsonTestScene.scn``, and the refusal of
+pickles that would run code.
 
 The Allensville-like fixture (Gibson Z-up coordinates; Habitat = ``(x, z, −y)``, sizes
 ``(sx, sz, sy)``):
@@ -29,13 +30,7 @@ from condvln.graph import build_scene_graph
 from condvln.scene.sources import load as load_source
 from condvln.scene.sources.gibson import load, read_npz_member
 
-GIBSON_SCN = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "fixtures"
-    / "habitat_sim"
-    / "GibsonTestScene.scn"
-)
+SCN_SAMPLE = Path(__file__).resolve().parents[1] / "data" / "gibson" / "format_sample.scn"
 
 ROOMS = {
     1: ("kitchen", (2.0, 1.5, 1.25), (4.0, 3.0, 2.5)),
@@ -174,17 +169,18 @@ def test_scn_written_like_npz2scn_gives_the_same_scene(npz: Path, tmp_path: Path
     assert from_scn.rooms == from_npz.rooms and from_scn.doors == from_npz.doors
 
 
-def test_habitat_sim_gibson_test_scene() -> None:
-    """``GibsonSceneTest.cpp`` expects the microwave stored as [2.83999, −1.49223, 4.76085] at
-    (2.83999, 4.76085, 1.49223); objects 2 and 3 have no location."""
-    scene = load_source("gibson", str(GIBSON_SCN))
+def test_scn_in_the_habitat_sim_test_scene_layout() -> None:
+    """Laid out like habitat-sim's ``GibsonTestScene.scn`` (objects only, two without location;
+    ``GibsonSceneTest.cpp`` loads a stored ``[x, y, z]`` at ``(x, z, −y)``): the refrigerator
+    stored at [1.25, −0.75, 0.9] with size [0.8, 0.7, 1.8] stands at (1.25, 0.9, 0.75) on y = 0."""
+    scene = load_source("gibson", str(SCN_SAMPLE))
     (room,) = scene.rooms
-    (microwave,) = room.objects
-    assert microwave.id == "object_1" and microwave.category == "microwave"
-    assert microwave.center == pytest.approx((2.83999, 4.76085, 1.49223))
-    assert microwave.size == pytest.approx((0.406775, 1.28023, 0.454744))
+    (fridge,) = room.objects
+    assert fridge.id == "object_1" and fridge.category == "refrigerator"
+    assert fridge.center == pytest.approx((1.25, 0.9, 0.75))
+    assert fridge.size == pytest.approx((0.8, 1.8, 0.7))
     assert scene.metadata == {"objects_without_location": 2, "objects_without_room": 0}
-    assert scene.is_single_room and room.floor_height == pytest.approx(4.76085 - 1.28023 / 2)
+    assert scene.is_single_room and room.floor_height == pytest.approx(0.0)
     build_scene_graph(scene)
 
 

@@ -1,4 +1,4 @@
-"""The ``ithor`` source on real AI2-THOR object metadata (``../shared/fixtures/ai2thor``)."""
+"""The ``ithor`` source on real AI2-THOR object metadata (``tests/data/ai2thor``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from condvln.scene.sources import ithor
 from condvln.scene.sources import load as load_source
 from condvln.scene.sources.ithor import ithor_scene_names, load
 
-AI2THOR = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "ai2thor"
+AI2THOR = Path(__file__).resolve().parents[1] / "data" / "ai2thor"
 RAW = AI2THOR / "ithor_FloorPlan1_objects_raw.json"
 COMPACT = AI2THOR / "ithor_robothor_5scenes_compact.json"
 STOVE = "StoveBurner|-00.04|+00.92|-02.37"

@@ -26,9 +26,7 @@ from condvln.scene.sources import load as load_source
 from condvln.scene.sources.mp3d import load, mpcat40_names
 
 HOUSE = Path(__file__).resolve().parents[1] / "data" / "mp3d" / "tiny.house"
-SHARED_MPCAT40 = (
-    Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "mp3d" / "mpcat40.tsv"
-)
+UPSTREAM_MPCAT40 = Path(__file__).resolve().parents[1] / "data" / "mp3d" / "mpcat40.tsv"
 S45 = math.sqrt(0.5)
 
 
@@ -163,7 +161,7 @@ def test_scene_graph_builds_and_registry_knows_the_source() -> None:
 
 def test_packaged_mpcat40_table_is_the_published_one() -> None:
     names = mpcat40_names()
-    rows = [line.split("\t") for line in SHARED_MPCAT40.read_text().splitlines()[1:]]
+    rows = [line.split("\t") for line in UPSTREAM_MPCAT40.read_text().splitlines()[1:]]
     assert names == {int(r[0]): r[1] for r in rows}
     assert (names[0], names[22], names[40], names[41]) == (
         "void",

@@ -1,4 +1,4 @@
-"""The ``procthor`` source on the real ProcTHOR houses of ``../shared/fixtures/procthor``."""
+"""The ``procthor`` source on the real ProcTHOR houses of ``tests/data/procthor``."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from condvln.scene.model import polygon_area
 from condvln.scene.sources import load as load_source
 from condvln.scene.sources.procthor import load, packaged_asset_sizes
 
-PROCTHOR = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "procthor"
+PROCTHOR = Path(__file__).resolve().parents[1] / "data" / "procthor"
 HOUSES = PROCTHOR / "houses"
 TRAIN_4 = HOUSES / "train_4.json"
 
-# From fixtures/procthor/SOURCES.md: rooms, top-level objects, objects incl. children, doors.
+# From tests/data/procthor/SOURCES.md: rooms, top-level objects, objects incl. children, doors.
 SOURCES_TABLE = {
     "1310": (4, 31, 90, 3),
     "143": (4, 30, 82, 3),

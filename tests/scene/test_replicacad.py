@@ -35,7 +35,7 @@ from condvln.scene.sources import load as load_source
 from condvln.scene.sources.replicacad import gltf_bounds, load, template_category
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "replicacad"
-HABITAT_SIM = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "habitat_sim"
+HABITAT_SIM = Path(__file__).resolve().parents[1] / "data" / "habitat_sim"
 SCENE = Path("configs") / "scenes" / "tiny_apt.scene_instance.json"
 C45 = math.sqrt(0.5)
 

@@ -1,5 +1,8 @@
 """Agents: the interface, the built-in baselines, plug-in loading and the episode runner.
 
+Also here: remote agents over HTTP (:mod:`.remote`, served by :mod:`condvln.agent_server`), the
+Gymnasium environment (:mod:`.gym_env`) and the conformance checker (:mod:`.check`).
+
 >>> AGENTS.names()
 ['commonsense_prior', 'condition_blind', 'goal_only', 'neurosymbolic', 'oracle_linear', 'random', 'text_prior']
 """
@@ -12,16 +15,20 @@ from condvln.agents.base import (
     agent_factory,
     instruction_source,
     load_agent,
+    parse_agent_args,
 )
-from condvln.agents.run import RunSummary, run_agent
+from condvln.agents.run import EpisodeWorker, RunSummary, WorkerConfig, run_agent
 
 __all__ = [
     "AGENTS",
     "Agent",
     "EpisodeView",
+    "EpisodeWorker",
     "RunSummary",
+    "WorkerConfig",
     "agent_factory",
     "instruction_source",
     "load_agent",
+    "parse_agent_args",
     "run_agent",
 ]

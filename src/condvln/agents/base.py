@@ -5,8 +5,14 @@ once per step until the episode ends. It learns about the episode only through
 :class:`EpisodeView` (ids, instruction text, step budget, protocol, map) and the observations —
 never labels, goals or reference paths.
 
-Agents are registered by name in :data:`AGENTS` (a class or a factory taking no arguments) and
-can also be loaded from any module as ``"package.module:ClassName"``:
+Agents are registered by name in :data:`AGENTS` (a class or a factory) and can also be loaded
+as ``"package.module:ClassName"`` (the current folder is importable), as
+``"path/to/file.py:ClassName"`` or, over HTTP, as ``"http://HOST:PORT"``
+(:mod:`condvln.agents.remote`). Keyword arguments go to the constructor (``--agent-arg k=v``).
+
+A *batched* agent also has ``act_batch(observations, episode_ids) -> actions``: the runner then
+steps several episodes in lockstep, calling ``reset`` once per new episode (keep per-episode
+state keyed by ``episode.episode_id``) and ``act_batch`` once per step of the batch.
 
 >>> type(load_agent("random")).__name__
 'RandomAgent'
@@ -18,10 +24,17 @@ condvln.errors.ConfigError: unknown agent 'randon'; did you mean 'random'? (know
 
 from __future__ import annotations
 
+import hashlib
 import importlib
-from collections.abc import Callable
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Protocol, runtime_checkable
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+import orjson
 
 from condvln.errors import ConfigError
 from condvln.registry import Registry
@@ -29,6 +42,10 @@ from condvln.sim.mapview import MapView
 from condvln.sim.protocol import Observation, ObservationProtocol
 
 InstructionSource = Literal["original", "oracle"]
+
+
+class AgentTimeout(Exception):
+    """An agent call that did not return within the step timeout (raised by the harness)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,24 +91,69 @@ class Agent(Protocol):
         ...
 
 
-AgentFactory = Callable[[], Agent]
+AgentFactory = Callable[..., Agent]
 
 AGENTS: Registry[AgentFactory] = Registry("agent")
 """Built-in agents by name (filled by :mod:`condvln.agents.baselines`)."""
 
 
+def is_remote(name: str) -> bool:
+    """Whether ``name`` is the URL of an agent server."""
+    return name.startswith(("http://", "https://"))
+
+
+def _import_file(path: Path) -> Any:
+    """Import a Python file as a module of its own (its folder becomes importable)."""
+    if not path.is_file():
+        raise ConfigError(f"cannot load agent: no file {path}")
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    module_name = f"condvln_user_agent_{path.stem}_{digest}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot load agent: {path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[module_name]
+        raise ConfigError(f"cannot load agent from {path}: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def _import_module(module_name: str) -> Any:
+    """Import ``package.module``, with the current folder importable (no PYTHONPATH needed)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.append(cwd)
+    try:
+        return importlib.import_module(module_name)
+    except Exception as exc:
+        raise ConfigError(f"cannot load agent module {module_name!r}: {exc}") from None
+
+
 def agent_factory(name: str) -> AgentFactory:
-    """The factory of a registered agent, or of ``"module:Class"``.
+    """The factory of a registered agent, ``"module:Class"``, ``"file.py:Class"`` or a URL.
 
     Raises:
-        ConfigError: An unknown name, or a ``module:Class`` that cannot be imported.
+        ConfigError: An unknown name, or a class that cannot be imported.
     """
+    if is_remote(name):
+        from condvln.agents.remote import RemoteAgent
+
+        return lambda **kwargs: RemoteAgent(name, **kwargs)
     if ":" in name:
-        module_name, _, attr = name.partition(":")
-        try:
-            factory = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"cannot load agent {name!r}: {exc}") from None
+        where, _, attr = name.rpartition(":")
+        looks_like_file = where.endswith(".py") or "/" in where or os.sep in where
+        module = _import_file(Path(where)) if looks_like_file else _import_module(where)
+        factory = getattr(module, attr, None)
+        if factory is None:
+            raise ConfigError(f"cannot load agent {name!r}: {where} has no attribute {attr!r}")
         if not callable(factory):
             raise ConfigError(f"agent {name!r} is not a class or factory")
         return factory  # type: ignore[no-any-return]
@@ -100,9 +162,50 @@ def agent_factory(name: str) -> AgentFactory:
     return AGENTS.get(name)
 
 
-def load_agent(name: str) -> Agent:
-    """A new agent instance by registered name or ``"module:Class"``."""
-    return agent_factory(name)()
+def load_agent(name: str, args: Mapping[str, Any] | None = None) -> Agent:
+    """A new agent instance by name, ``"module:Class"``, ``"file.py:Class"`` or URL.
+
+    Args:
+        name: The agent spec.
+        args: Keyword arguments of the constructor.
+
+    Raises:
+        ConfigError: The agent cannot be loaded or its constructor rejects the arguments.
+    """
+    factory = agent_factory(name)
+    try:
+        return factory(**dict(args or {}))
+    except TypeError as exc:
+        if args:
+            raise ConfigError(f"agent {name!r} rejects its arguments: {exc}") from None
+        raise
+
+
+def parse_agent_args(items: Iterable[str]) -> dict[str, Any]:
+    """``["k=v", ...]`` → ``{k: v}``, each value parsed as JSON (a plain string otherwise).
+
+    >>> parse_agent_args(["temperature=0.5", "name=blip", 'ids=[1, 2]', "cache=null"])
+    {'temperature': 0.5, 'name': 'blip', 'ids': [1, 2], 'cache': None}
+    >>> parse_agent_args(["oops"])
+    Traceback (most recent call last):
+    ...
+    condvln.errors.ConfigError: --agent-arg 'oops': expected KEY=VALUE
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise ConfigError(f"--agent-arg {item!r}: expected KEY=VALUE")
+        try:
+            out[key.strip()] = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def is_batched(agent: Any) -> bool:
+    """Whether ``agent`` can step several episodes per call (``act_batch``, batch size > 1)."""
+    return callable(getattr(agent, "act_batch", None)) and getattr(agent, "max_batch_size", 2) > 1
 
 
 def instruction_source(agent: Agent) -> InstructionSource:

@@ -4,45 +4,73 @@ The runner is the harness: it reads the episodes (and, for the test split, the a
 the step budget and the oracle text — the agent never sees them), builds one simulator per scene,
 and records every episode. A run folder holds::
 
-    manifest.json        agent, instruction source, protocol (+ hash), dataset path + hash,
-                         split, seed, condvln version, episode count
+    manifest.json        agent spec, arguments and class (or server /info), instruction source,
+                         batch size, step timeout, protocol (+ hash), dataset path + hash, split,
+                         seed, condvln version, episode count
     trajectories.jsonl   one line per episode: {"episode_id", "positions", "headings",
-                         "actions", "stop", "steps", "agent"}; len(positions) == len(actions) + 1
+                         "actions", "stop", "steps", "agent", "status"} (+ "reason" when the
+                         agent failed); len(positions) == len(actions) + 1
     predictions.json     VLN-CE leaderboard form {"<episode_id>": [{"position", "heading",
                          "stop"}, ...]}
 
-Episodes run in parallel (processes; tasks are chunks of episodes of one scene, so a worker
-loads a scene and builds its navigator once). Every episode's seeds come from ``(seed,
-episode_id)``, so results do not depend on the worker count; at the end the trajectories are
-rewritten sorted by episode id, so the files are byte-identical too. Each finished episode is
-appended as one flushed line: an interrupted run resumes where it stopped.
+**Workers.** Each worker (this process, or one pool process each) builds *one* agent for the
+whole run (:class:`EpisodeWorker`) and resets it per episode; an executor only hands it lists of
+:class:`EpisodeSpec`. Pool tasks are chunks of episodes of one scene, so a worker loads a scene
+and builds its navigator once. Agents with ``act_batch`` step ``batch_size`` episodes in
+lockstep. Every episode's seeds come from ``(seed, episode_id)``, so results depend neither on
+the worker count nor on the batch size; at the end the trajectories are rewritten sorted by
+episode id, so the files are byte-identical too.
+
+**Faults.** An exception in ``reset`` / ``act`` (``SystemExit`` included), an invalid action or
+a call slower than the step timeout ends that episode with ``status`` ``agent_error`` /
+``invalid_action`` / ``timeout`` and a one-line ``reason`` (:func:`call_agent`,
+:func:`valid_action`); the run goes on. Each finished episode is appended as one flushed line
+the moment it ends (pool workers send each record at once), so an interrupted run — or one
+whose worker process died — resumes where it stopped; a resume also re-runs failed episodes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import multiprocessing
+import reprlib
+import signal
+import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import orjson
 
 from condvln import __version__
-from condvln.agents.base import EpisodeView, agent_factory, instruction_source
+from condvln.agents.base import (
+    AgentTimeout,
+    EpisodeView,
+    agent_factory,
+    instruction_source,
+    is_batched,
+    is_remote,
+    load_agent,
+)
 from condvln.agents.blind import prepare
 from condvln.dataset.vlnce import load_split, split_path
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.frames import quaternion_to_yaw
 from condvln.io import atomic_write_bytes, dumps_json, read_json
+from condvln.nav import GridNavigator
+from condvln.provenance import provenance
 from condvln.scene.serialize import load_scene
 from condvln.sim.protocol import ObservationProtocol, parse_protocol
-from condvln.sim.simulator import DEFAULT_BUDGET, Simulator, Trajectory
+from condvln.sim.simulator import ACTIONS, DEFAULT_BUDGET, Simulator, Trajectory
 
 CHUNK = 8
 """Episodes per parallel task (all of one scene)."""
@@ -51,7 +79,7 @@ TRAJECTORIES = "trajectories.jsonl"
 PREDICTIONS = "predictions.json"
 MANIFEST = "manifest.json"
 
-_MANIFEST_KEYS = ("agent", "protocol", "dataset_hash", "split", "seed")
+_MANIFEST_KEYS = ("agent", "agent_args", "protocol", "dataset_hash", "split", "seed")
 """Manifest fields a resumed run must share with the interrupted one."""
 
 Progress = Callable[[int, int], None]
@@ -93,6 +121,10 @@ class RunSummary:
         stopped: Episodes run now that ended with STOP.
         steps: Actions taken in the episodes run now.
         seconds: Wall-clock time.
+        failures: Episodes run now that the agent failed, by status (see :data:`FAILURES`).
+        first_failure: ``"episode ID: status: reason"`` of the first of them, if any.
+        batch_size: Episodes stepped in lockstep per worker (1 for agents without
+            ``act_batch``).
     """
 
     out_dir: Path
@@ -104,6 +136,9 @@ class RunSummary:
     stopped: int
     steps: int
     seconds: float
+    failures: dict[str, int] = field(default_factory=dict)
+    first_failure: str | None = None
+    batch_size: int = 1
 
 
 def episode_seeds(seed: int, episode_id: int | str) -> tuple[int, int]:
@@ -171,38 +206,253 @@ def dataset_hash(dataset_dir: Path, split: str) -> str:
 
 # --- running episodes ----------------------------------------------------------------------------
 
+AgentStatus = Literal["ok", "agent_error", "invalid_action", "timeout"]
+FAILURES: tuple[AgentStatus, ...] = ("agent_error", "invalid_action", "timeout")
+"""How an episode can end by the agent's fault (``status`` of its record, with a ``reason``)."""
 
-def run_episode(
-    sim: Simulator, agent: Any, spec: EpisodeSpec, seed: int, agent_name: str
-) -> dict[str, Any]:
-    """Run one episode of ``agent`` in ``sim``; returns its trajectory record."""
-    perception_seed, agent_seed = episode_seeds(seed, spec.episode_id)
-    obs = sim.reset(
-        spec.start_position,
-        spec.start_yaw,
-        instruction=spec.instruction,
-        step_budget=spec.step_budget,
-        seed=perception_seed,
+_REASON_CHARS = 300
+
+
+class AgentFault(Exception):
+    """An agent call that failed: the episode ends with ``status`` and a one-line ``reason``."""
+
+    def __init__(self, status: AgentStatus, reason: str) -> None:
+        self.status = status
+        self.reason = " ".join(reason.split())[:_REASON_CHARS]
+        super().__init__(f"{status}: {self.reason}")
+
+
+@contextmanager
+def _deadline(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`AgentTimeout` in the block after ``seconds`` (main thread; SIGALRM)."""
+    usable = (
+        seconds is not None
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
     )
-    protocol = sim.protocol
-    agent.reset(
-        EpisodeView(
+    if not usable:
+        yield
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise AgentTimeout(f"no answer within the step timeout of {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def call_agent(method: str, fn: Callable[..., Any], *args: Any, timeout: float | None) -> Any:
+    """``fn(*args)`` with fault isolation: any failure becomes an :class:`AgentFault`.
+
+    Exceptions (``SystemExit`` included) become ``agent_error``; a call slower than
+    ``timeout`` seconds becomes ``timeout`` (interrupted in the main thread, else detected
+    when it returns). ``KeyboardInterrupt`` still stops the run.
+    """
+    started = time.perf_counter()
+    try:
+        with _deadline(timeout):
+            result = fn(*args)
+    except AgentTimeout as exc:
+        raise AgentFault("timeout", f"{method}: {exc}") from None
+    except (Exception, SystemExit) as exc:
+        raise AgentFault("agent_error", f"{method}: {type(exc).__name__}: {exc}") from None
+    elapsed = time.perf_counter() - started
+    if timeout is not None and elapsed > timeout:
+        raise AgentFault("timeout", f"{method}: took {elapsed:.3g} s (step timeout {timeout:g} s)")
+    return result
+
+
+def valid_action(action: Any) -> int:
+    """``action`` as an action id, or :class:`AgentFault` ``invalid_action`` (bools are not)."""
+    is_int = isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_))
+    if is_int and int(action) in ACTIONS:
+        return int(action)
+    raise AgentFault(
+        "invalid_action",
+        f"act returned {reprlib.repr(action)} ({type(action).__name__}); "
+        "actions are the ints 0 STOP, 1 FORWARD, 2 LEFT, 3 RIGHT",
+    )
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """Everything a worker needs to run episodes (picklable, sent once per worker).
+
+    Attributes:
+        agent: The agent spec (name, ``module:Class``, ``file.py:Class`` or URL).
+        agent_args: Constructor keyword arguments.
+        dataset_dir: The dataset folder.
+        protocol: The observation protocol.
+        seed: Run seed.
+        batch_size: Episodes stepped in lockstep (used when the agent has ``act_batch``).
+        step_timeout: Seconds an agent call may take (``None``: no limit).
+        fail_fast: Stop the worker at the first failed episode.
+    """
+
+    agent: str
+    agent_args: Mapping[str, Any]
+    dataset_dir: Path
+    protocol: ObservationProtocol
+    seed: int
+    batch_size: int = 1
+    step_timeout: float | None = None
+    fail_fast: bool = False
+
+
+class _Episode:
+    """One running episode: its spec, simulator and latest observation."""
+
+    def __init__(self, spec: EpisodeSpec, sim: Simulator, obs: Any) -> None:
+        self.spec, self.sim, self.obs = spec, sim, obs
+
+
+class EpisodeWorker:
+    """One agent for the whole run and a simulator cache; runs episodes, B in lockstep.
+
+    An executor creates one worker per process (or actor) and calls :meth:`run` with batches
+    of episode specs; the agent is constructed once and reset per episode.
+
+    Args:
+        config: The worker's settings.
+        agent: An existing agent instance (default: constructed from ``config``).
+    """
+
+    def __init__(self, config: WorkerConfig, agent: Any = None) -> None:
+        self.config = config
+        self.agent = agent if agent is not None else load_agent(config.agent, config.agent_args)
+        prepare(self.agent, config.dataset_dir)
+        self.batched = is_batched(self.agent)
+        self.batch_size = config.batch_size if self.batched else 1
+        self._navigators: dict[str, GridNavigator] = {}
+        self._sims: dict[tuple[str, int], Simulator] = {}
+        self.failed = False
+
+    def simulator(self, scene_id: str, slot: int, keep: set[str]) -> Simulator:
+        """The simulator of ``slot`` for ``scene_id`` (scenes not in ``keep`` are dropped)."""
+        if scene_id not in self._navigators:
+            for old in [s for s in self._navigators if s not in keep]:
+                del self._navigators[old]
+                self._sims = {k: v for k, v in self._sims.items() if k[0] != old}
+            scene = load_scene(self.config.dataset_dir / scene_id)
+            self._navigators[scene_id] = GridNavigator(scene)
+        key = (scene_id, slot)
+        if key not in self._sims:
+            nav = self._navigators[scene_id]
+            self._sims[key] = Simulator(nav.scene, self.config.protocol, navigator=nav)
+        return self._sims[key]
+
+    def start(self, spec: EpisodeSpec, sim: Simulator) -> _Episode:
+        """Reset ``sim`` and the agent for ``spec`` (raises :class:`AgentFault`)."""
+        perception_seed, agent_seed = episode_seeds(self.config.seed, spec.episode_id)
+        obs = sim.reset(
+            spec.start_position,
+            spec.start_yaw,
+            instruction=spec.instruction,
+            step_budget=spec.step_budget,
+            seed=perception_seed,
+        )
+        episode = _Episode(spec, sim, obs)
+        view = EpisodeView(
             episode_id=spec.episode_id,
             scene_id=spec.scene_id,
             instruction=spec.instruction,
             step_budget=spec.step_budget,
-            protocol=protocol,
-            map=sim.map_view() if protocol.map_access else None,
+            protocol=sim.protocol,
+            map=sim.map_view() if sim.protocol.map_access else None,
             seed=agent_seed,
         )
-    )
-    while not sim.done:
-        obs = sim.step(agent.act(obs))
-    return trajectory_record(spec.episode_id, sim.trajectory(), agent_name)
+        call_agent("reset", self.agent.reset, view, timeout=self.config.step_timeout)
+        return episode
+
+    def actions(self, episodes: list[_Episode]) -> list[Any]:
+        """One raw action per episode: ``act``, or one ``act_batch`` call for batched agents."""
+        timeout = self.config.step_timeout
+        if not self.batched:
+            return [call_agent("act", self.agent.act, episodes[0].obs, timeout=timeout)]
+        observations = [e.obs for e in episodes]
+        ids = [e.spec.episode_id for e in episodes]
+        actions = call_agent("act_batch", self.agent.act_batch, observations, ids, timeout=timeout)
+        try:
+            actions = list(actions)
+        except TypeError:
+            actions = []
+        if len(actions) != len(episodes):
+            raise AgentFault(
+                "invalid_action",
+                f"act_batch returned {reprlib.repr(actions)} for {len(ids)} episodes",
+            )
+        return actions
+
+    def run(self, specs: Iterable[EpisodeSpec]) -> Iterator[dict[str, Any]]:
+        """Run ``specs`` in order, ``batch_size`` at a time in lockstep; yields each record."""
+        queue = iter(specs)
+        slots: list[_Episode | None] = [None] * self.batch_size
+        exhausted = False
+        while not self.stopped:
+            if not exhausted:
+                exhausted = yield from self._fill(slots, queue)
+            active = [(i, e) for i, e in enumerate(slots) if e is not None]
+            if not active:
+                if exhausted:
+                    return
+                continue
+            try:
+                actions = self.actions([e for _, e in active])
+            except AgentFault as fault:
+                for i, e in active:
+                    slots[i] = None
+                    yield self._record(e, fault)
+                continue
+            for (i, e), raw in zip(active, actions, strict=True):
+                try:
+                    e.obs = e.sim.step(valid_action(raw))
+                except AgentFault as fault:
+                    slots[i] = None
+                    yield self._record(e, fault)
+                    continue
+                if e.sim.done:
+                    slots[i] = None
+                    yield self._record(e, None)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether ``fail_fast`` stopped this worker."""
+        return self.failed and self.config.fail_fast
+
+    def _fill(
+        self, slots: list[_Episode | None], queue: Iterator[EpisodeSpec]
+    ) -> Generator[dict[str, Any], None, bool]:
+        """Start episodes in the free slots (yields records of failed starts); True at the end."""
+        for i in range(len(slots)):
+            while slots[i] is None:
+                spec = None if self.stopped else next(queue, None)
+                if spec is None:
+                    return True
+                keep = {e.spec.scene_id for e in slots if e is not None}
+                sim = self.simulator(spec.scene_id, i, keep)
+                try:
+                    slots[i] = self.start(spec, sim)
+                except AgentFault as fault:
+                    yield self._record(_Episode(spec, sim, None), fault)
+        return False
+
+    def _record(self, episode: _Episode, fault: AgentFault | None) -> dict[str, Any]:
+        record = trajectory_record(
+            episode.spec.episode_id, episode.sim.trajectory(), self.config.agent
+        )
+        if fault is None:
+            return record | {"status": "ok"}
+        self.failed = True
+        return record | {"status": fault.status, "reason": fault.reason}
 
 
 def trajectory_record(episode_id: int | str, traj: Trajectory, agent_name: str) -> dict[str, Any]:
-    """The JSONL record of one episode."""
+    """The JSONL record of one episode (the runner adds ``status`` and, on failure, ``reason``)."""
     return {
         "episode_id": episode_id,
         "positions": [list(p) for p in traj.positions],
@@ -214,34 +464,38 @@ def trajectory_record(episode_id: int | str, traj: Trajectory, agent_name: str) 
     }
 
 
-_SIMULATORS: dict[str, Simulator] = {}
-"""Per-process cache: the simulator of the scene this worker ran last."""
+_WORKER: EpisodeWorker | ConfigError | None = None
+_RECORDS: Any = None
+"""The pool worker's agent (created once by :func:`_init_pool_worker`) and its record queue."""
 
 
-def _simulator(dataset_dir: Path, scene_id: str, protocol: ObservationProtocol) -> Simulator:
-    key = f"{dataset_dir}|{scene_id}|{protocol.protocol_hash()}"
-    if key not in _SIMULATORS:
-        _SIMULATORS.clear()
-        _SIMULATORS[key] = Simulator(load_scene(dataset_dir / scene_id), protocol)
-    return _SIMULATORS[key]
+def _init_pool_worker(config: WorkerConfig, records: Any) -> None:
+    global _WORKER, _RECORDS
+    _RECORDS = records
+    try:
+        _WORKER = EpisodeWorker(config)
+    except ConfigError as exc:
+        _WORKER = exc
+    except Exception as exc:
+        _WORKER = ConfigError(
+            f"agent {config.agent!r} failed to start: {type(exc).__name__}: {exc}"
+        )
 
 
-def run_chunk(
-    agent_name: str,
-    dataset_dir: Path,
-    protocol: ObservationProtocol,
-    seed: int,
-    specs: list[EpisodeSpec],
-) -> list[dict[str, Any]]:
-    """Run episodes of one scene (a parallel task)."""
-    agent = agent_factory(agent_name)()
-    prepare(agent, dataset_dir)
-    sim = _simulator(dataset_dir, specs[0].scene_id, protocol)
-    return [run_episode(sim, agent, spec, seed, agent_name) for spec in specs]
+def _pool_task(specs: list[EpisodeSpec]) -> None:
+    """Run a task in a pool worker; each record goes to the queue as soon as it is finished."""
+    if not isinstance(_WORKER, EpisodeWorker):
+        raise _WORKER or ConfigError("worker not initialised")
+    for record in _WORKER.run(specs):
+        _RECORDS.put(record)
 
 
-def _chunks(specs: Iterable[EpisodeSpec]) -> list[list[EpisodeSpec]]:
+def _tasks(specs: Iterable[EpisodeSpec], batch: int) -> list[list[EpisodeSpec]]:
+    """Pool tasks: chunks of one scene (``CHUNK`` episodes), or ``CHUNK × batch`` in scene order."""
     ordered = sorted(specs, key=lambda s: (s.scene_id, _id_key(s.episode_id)))
+    if batch > 1:
+        size = CHUNK * batch
+        return [ordered[i : i + size] for i in range(0, len(ordered), size)]
     chunks = []
     for _, group in itertools.groupby(ordered, key=lambda s: s.scene_id):
         items = list(group)
@@ -250,22 +504,51 @@ def _chunks(specs: Iterable[EpisodeSpec]) -> list[list[EpisodeSpec]]:
 
 
 def _execute(
-    chunks: list[list[EpisodeSpec]], workers: int, args: tuple[Any, ...]
+    specs: list[EpisodeSpec], workers: int, config: WorkerConfig, agent: Any
 ) -> Iterator[dict[str, Any]]:
-    """Records of every chunk's episodes, as they finish."""
+    """Records of every episode as they finish (one agent per worker, created once)."""
     if workers <= 1:
-        agent_name, dataset_dir, protocol, seed = args
-        agent = agent_factory(agent_name)()
-        prepare(agent, dataset_dir)
-        for chunk in chunks:
-            sim = _simulator(dataset_dir, chunk[0].scene_id, protocol)
-            for spec in chunk:
-                yield run_episode(sim, agent, spec, seed, agent_name)
+        ordered = sorted(specs, key=lambda s: (s.scene_id, _id_key(s.episode_id)))
+        yield from EpisodeWorker(config, agent).run(ordered)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(run_chunk, *args, chunk) for chunk in chunks]
-        for future in as_completed(futures):
-            yield from future.result()
+    yield from _execute_pool(specs, workers, config)
+
+
+def _execute_pool(
+    specs: list[EpisodeSpec], workers: int, config: WorkerConfig
+) -> Iterator[dict[str, Any]]:
+    context = multiprocessing.get_context()
+    records = context.SimpleQueue()
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=_init_pool_worker,
+        initargs=(config, records),
+    )
+    pending = {pool.submit(_pool_task, task) for task in _tasks(specs, config.batch_size)}
+    try:
+        while pending or not records.empty():
+            while not records.empty():
+                yield records.get()
+            done, pending = wait(pending, timeout=0.05, return_when=FIRST_COMPLETED)
+            for future in done:
+                try:
+                    future.result()
+                except BrokenProcessPool:
+                    while not records.empty():
+                        yield records.get()
+                    raise ConfigError(
+                        "a worker process died (killed, or the agent ended the process); "
+                        "every finished episode is kept: run the same command again to resume"
+                    ) from None
+    finally:
+        for future in pending:
+            future.cancel()
+        while any(not f.done() for f in pending):
+            while not records.empty():
+                records.get()
+            wait(pending, timeout=0.05)
+        pool.shutdown(wait=True)
 
 
 # --- the run folder ------------------------------------------------------------------------------
@@ -302,7 +585,7 @@ def _check_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
         return
     old = read_json(path, FormatError)
     for key in _MANIFEST_KEYS:
-        if old.get(key) != manifest[key]:
+        if old.get(key, {} if key == "agent_args" else None) != manifest[key]:  # older runs: {}
             raise ConfigError(
                 f"{out_dir}: cannot resume, '{key}' differs from the existing run "
                 "(use a new folder or resume=False)"
@@ -322,12 +605,39 @@ def predictions(records: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, A
 
 
 def _finalise(out_dir: Path) -> None:
-    records = sorted(
-        read_trajectories(out_dir / TRAJECTORIES), key=lambda r: _id_key(r["episode_id"])
-    )
+    """Rewrite the trajectories sorted by id (the last record of an episode wins)."""
+    latest = {str(r["episode_id"]): r for r in read_trajectories(out_dir / TRAJECTORIES)}
+    records = sorted(latest.values(), key=lambda r: _id_key(r["episode_id"]))
     lines = b"".join(orjson.dumps(r) + b"\n" for r in records)
     atomic_write_bytes(out_dir / TRAJECTORIES, lines)
     atomic_write_bytes(out_dir / PREDICTIONS, dumps_json(predictions(records)))
+
+
+def _finished(out_dir: Path) -> set[str]:
+    """Ids of the episodes that ended without an agent failure (failed ones are re-run)."""
+    latest = {str(r["episode_id"]): r for r in read_trajectories(out_dir / TRAJECTORIES)}
+    return {k for k, r in latest.items() if r.get("status", "ok") == "ok"}
+
+
+def _describe_agent(name: str, factory: Any, args: Mapping[str, Any]) -> tuple[Any, dict]:
+    """An instance when one is needed to learn about the agent, and the manifest's agent fields."""
+    agent = None
+    source = getattr(factory, "instruction_source", None) if isinstance(factory, type) else None
+    if source is None:
+        agent = load_agent(name, args)
+        source = instruction_source(agent)
+    elif source not in ("original", "oracle"):
+        raise ConfigError(
+            f"agent instruction_source must be 'original' or 'oracle', got {source!r}"
+        )
+    module = getattr(factory, "__module__", None)
+    info = {
+        "agent_args": dict(args),
+        "agent_class": None if is_remote(name) else f"{module}.{factory.__qualname__}",
+        "agent_server": getattr(agent, "info", None),
+        "instruction_source": source,
+    }
+    return agent, info
 
 
 def run_agent(
@@ -336,24 +646,41 @@ def run_agent(
     split: str,
     out_dir: str | Path,
     *,
+    agent_args: Mapping[str, Any] | None = None,
     protocol: ObservationProtocol | Mapping[str, Any] | None = None,
     seed: int = 0,
     workers: int = 1,
+    batch_size: int = 1,
+    step_timeout: float | None = None,
+    fail_fast: bool = False,
     resume: bool = True,
     limit: int | None = None,
     progress: Progress | None = None,
 ) -> RunSummary:
     """Run ``agent_name`` on ``split`` of the dataset at ``dataset_dir`` into ``out_dir``.
 
+    One agent instance per worker serves the whole run (reset per episode). An exception in
+    the agent, an invalid action or a call slower than ``step_timeout`` ends that episode with
+    ``status`` ``agent_error`` / ``invalid_action`` / ``timeout`` and a one-line ``reason`` in
+    its record; the run goes on (a resume re-runs the failed episodes).
+
     Args:
-        agent_name: A registered agent name or ``"module:Class"``.
+        agent_name: A registered name, ``"module:Class"``, ``"path/file.py:Class"`` or the
+            URL of an agent server (``"http://127.0.0.1:8000"``).
         dataset_dir: The dataset folder (``condvln generate`` output).
         split: Split name.
         out_dir: The run folder (created).
+        agent_args: Keyword arguments of the agent's constructor (of the HTTP client for a
+            URL: ``connect_timeout``, ``read_timeout``, ``max_response_bytes``).
         protocol: The observation protocol (defaults when omitted).
         seed: Run seed; each episode's seeds derive from ``(seed, episode_id)``.
-        workers: Parallel processes (1 runs in this process).
-        resume: Skip episodes already in ``out_dir``; ``False`` starts over.
+        workers: Parallel processes (1 runs in this process; always 1 for an agent server
+            without ``act_batch``, which holds one episode at a time).
+        batch_size: Episodes each worker steps in lockstep with one ``act_batch`` call
+            (agents without ``act_batch`` run one at a time).
+        step_timeout: Seconds one ``reset`` / ``act`` / ``act_batch`` call may take.
+        fail_fast: Stop at the first failed episode (:class:`~condvln.errors.ConfigError`).
+        resume: Skip episodes already finished in ``out_dir``; ``False`` starts over.
         limit: Run only the first ``limit`` episodes of the split.
         progress: Called as ``progress(done, total)`` after each episode.
 
@@ -361,17 +688,30 @@ def run_agent(
         The :class:`RunSummary`.
 
     Raises:
-        ConfigError: Unknown agent, invalid protocol, or a resume whose settings differ.
+        ConfigError: Unknown agent, invalid options, a resume whose settings differ, a dead
+            worker process, or (``fail_fast``) a failed episode.
         FormatError: Unreadable dataset files.
     """
     started = time.perf_counter()
     dataset_dir, out_dir = Path(dataset_dir).resolve(), Path(out_dir)
+    if batch_size < 1:
+        raise ConfigError(f"batch size must be at least 1, got {batch_size}")
+    if step_timeout is not None and step_timeout <= 0:
+        raise ConfigError(f"step timeout must be positive, got {step_timeout}")
     proto = parse_protocol(protocol)
-    source = instruction_source(agent_factory(agent_name)())
-    specs = episode_specs(dataset_dir, split, source, limit)
+    args = dict(agent_args or {})
+    factory = agent_factory(agent_name)
+    agent, agent_info = _describe_agent(agent_name, factory, args)
+    batched = is_batched(agent if agent is not None else factory)
+    batch_size = batch_size if batched else 1
+    if is_remote(agent_name) and not batched:
+        workers = 1  # a server without act_batch holds one episode at a time
+    specs = episode_specs(dataset_dir, split, agent_info["instruction_source"], limit)
     manifest = {
         "agent": agent_name,
-        "instruction_source": source,
+        **agent_info,
+        "batch_size": batch_size,
+        "step_timeout": step_timeout,
         "protocol": proto.model_dump(mode="json"),
         "protocol_hash": proto.protocol_hash(),
         "dataset": str(dataset_dir),
@@ -381,6 +721,7 @@ def run_agent(
         "seeds": "per episode: numpy SeedSequence([seed, episode_id]) -> (perception, agent)",
         "episodes": len(specs),
         "condvln_version": __version__,
+        "provenance": provenance(),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     if resume:
@@ -389,20 +730,34 @@ def run_agent(
         for name in (TRAJECTORIES, PREDICTIONS):
             (out_dir / name).unlink(missing_ok=True)
     atomic_write_bytes(out_dir / MANIFEST, dumps_json(manifest, indent=True))
-    done = {str(r["episode_id"]) for r in read_trajectories(out_dir / TRAJECTORIES)}
+    done = _finished(out_dir)
     pending = [s for s in specs if str(s.episode_id) not in done]
     skipped = len(specs) - len(pending)
-    count, stopped, steps = skipped, 0, 0
+    count, stopped, steps, failures, first = skipped, 0, 0, Counter[str](), None
     if progress is not None and skipped:
         progress(count, len(specs))
-    args = (agent_name, dataset_dir, proto, seed)
+    config = WorkerConfig(
+        agent_name, args, dataset_dir, proto, seed, batch_size, step_timeout, fail_fast
+    )
+    if workers > 1:
+        agent = None  # each worker process builds its own, once
+    elif agent is None:
+        agent = load_agent(agent_name, args)
     with (out_dir / TRAJECTORIES).open("ab") as fh:
-        for record in _execute(_chunks(pending), workers, args):
+        records = _execute(pending, workers, config, agent)
+        for record in records:
             fh.write(orjson.dumps(record) + b"\n")
             fh.flush()
             count += 1
             stopped += int(record["stop"])
             steps += record["steps"]
+            if record["status"] != "ok":
+                failures[record["status"]] += 1
+                failure = f"episode {record['episode_id']}: {record['status']}: {record['reason']}"
+                first = first or failure
+                if fail_fast:
+                    records.close()
+                    raise ConfigError(f"{failure} (--fail-fast; the finished episodes are kept)")
             if progress is not None:
                 progress(count, len(specs))
     _finalise(out_dir)
@@ -416,4 +771,7 @@ def run_agent(
         stopped=stopped,
         steps=steps,
         seconds=round(time.perf_counter() - started, 3),
+        failures=dict(failures),
+        first_failure=first,
+        batch_size=batch_size,
     )

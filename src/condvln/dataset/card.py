@@ -9,7 +9,15 @@ from typing import Any
 
 import numpy as np
 
+from condvln.dataset.vlnce import SPLITS
+from condvln.program.ast import CATEGORIES
 from condvln.program.parse import tokenize
+
+REQUESTED_NOTE = (
+    "requested = per_scene × the split's scenes (seen scenes are shared by train and val_seen by "
+    "val_seen_share), spread evenly over the six Table 1 categories; minimal-pair siblings come "
+    "on top, so a split can exceed its request"
+)
 
 
 def _distribution(values: list[float]) -> dict[str, float]:
@@ -32,19 +40,82 @@ def _path_length(path: list[list[float]]) -> float:
     return sum(math.dist(a, b) for a, b in itertools.pairwise(path))
 
 
+def _spread(total: int, n: int) -> list[int]:
+    """``total`` split into ``n`` near-equal integer parts (larger ones first)."""
+    return [total // n + (1 if k < total % n else 0) for k in range(n)]
+
+
+def requested_vs_produced(
+    splits: dict[str, list], requested: dict[str, int], rejections: Counter
+) -> tuple[dict[str, Any], list[str]]:
+    """Episodes requested and produced per split and per Table 1 category, and the warnings.
+
+    Warnings: a split that got no scene, a category missing from a split that asked for it, a
+    split or the whole dataset keeping fewer than half of the requested episodes.
+    """
+    names = list(CATEGORIES.values())
+    table: dict[str, Any] = {}
+    warnings: list[str] = []
+    for split in SPLITS:
+        made = Counter(e["info"]["condvln"]["category"] for e, _, _ in splits.get(split, []))
+        want = requested.get(split, 0)
+        cats = {
+            name: {"requested": r, "produced": made[name]}
+            for name, r in zip(names, _spread(want, len(names)), strict=True)
+        }
+        table[split] = {"requested": want, "produced": sum(made.values()), "categories": cats}
+        if want == 0:
+            warnings.append(f"split {split} is empty: no scene was assigned to it")
+            continue
+        missing = [name for name, c in cats.items() if c["requested"] and not c["produced"]]
+        if missing:
+            warnings.append(f"split {split} has no {', '.join(missing)} episodes")
+        if table[split]["produced"] < want / 2:
+            warnings.append(
+                f"split {split} kept {table[split]['produced']} of {want} requested episodes"
+            )
+    total = {
+        "requested": sum(r["requested"] for r in table.values()),
+        "produced": sum(r["produced"] for r in table.values()),
+        "categories": {
+            name: {
+                key: sum(r["categories"][name][key] for r in table.values())
+                for key in ("requested", "produced")
+            }
+            for name in names
+        },
+    }
+    if total["produced"] < total["requested"] / 2:
+        top = ", ".join(f"{reason} {n}" for reason, n in rejections.most_common(3))
+        warnings.append(
+            f"only {total['produced']} of {total['requested']} requested episodes were produced"
+            f" (rejections: {top or 'none'}); raise --scenes or --per-scene"
+        )
+    return {"note": REQUESTED_NOTE, "splits": table, "total": total}, warnings
+
+
 def dataset_stats(
-    splits: dict[str, list], rejections: Counter, synth: Any, config: Any, vocab: list[str]
+    splits: dict[str, list],
+    rejections: Counter,
+    synth: Any,
+    config: Any,
+    vocab: list[str],
+    requested: dict[str, int],
 ) -> dict[str, Any]:
-    """Counts per split / category / depth / chain / axis, balance, distributions, rejections."""
+    """Counts per split / category / depth / chain / axis, requested vs produced episodes with
+    warnings, balance, distributions, rejections."""
     records = [r for split in sorted(splits) for r in splits[split]]
     infos = [e["info"]["condvln"] for e, _, _ in records]
     counts = {
         key: dict(sorted(Counter(str(i[key]) for i in infos).items()))
         for key in ("category", "depth", "chain", "composition", "observability", "horizon")
     }
+    versus, warnings = requested_vs_produced(splits, requested, rejections)
     return {
         "episodes": len(records),
         "splits": {s: len(splits[s]) for s in sorted(splits)},
+        "requested_vs_produced": versus,
+        "warnings": warnings,
         "scenes": len({e["scene_id"] for e, _, _ in records}),
         "counts": counts,
         "counterfactual_pairs": sum(1 for i in infos if i["pair_id"]) // 2,
@@ -72,6 +143,31 @@ def _table(title: str, counts: dict[str, int]) -> str:
     return f"| {title} | episodes |\n|---|---|\n{rows}\n"
 
 
+def _versus_table(versus: dict[str, Any]) -> str:
+    """Markdown: produced / requested episodes, categories × splits."""
+    splits = list(versus["splits"])
+    head = "| category | " + " | ".join(splits) + " | total |\n|---|" + "---:|" * (len(splits) + 1)
+    rows = []
+    for name, total in versus["total"]["categories"].items():
+        cells = [
+            f"{versus['splits'][s]['categories'][name]['produced']} / "
+            f"{versus['splits'][s]['categories'][name]['requested']}"
+            for s in splits
+        ]
+        rows.append(
+            f"| {name} | " + " | ".join(cells) + f" | {total['produced']} / {total['requested']} |"
+        )
+    cells = [
+        f"{versus['splits'][s]['produced']} / {versus['splits'][s]['requested']}" for s in splits
+    ]
+    t = versus["total"]
+    rows.append("| **all** | " + " | ".join(cells) + f" | {t['produced']} / {t['requested']} |")
+    return (
+        "Episodes produced / requested per Table 1 category and split "
+        f"({versus['note']}):\n\n{head}\n" + "\n".join(rows) + "\n"
+    )
+
+
 def dataset_card(stats: dict[str, Any]) -> str:
     """A Markdown dataset card from :func:`dataset_stats`."""
     cfg = stats["config"]
@@ -84,7 +180,10 @@ def dataset_card(stats: dict[str, Any]) -> str:
         "`test/test_answers.json.gz`, and the scenes in `scenes/`. CondVLN's labels are under "
         "each episode's `info.condvln`.\n",
         _table("split", stats["splits"]),
+        _versus_table(stats["requested_vs_produced"]),
     ]
+    if stats["warnings"]:
+        parts.append("**Warnings:**\n\n" + "\n".join(f"- {w}" for w in stats["warnings"]) + "\n")
     for key, counts in stats["counts"].items():
         parts.append(_table(key, counts))
     balance = stats["branch_balance"]

@@ -71,12 +71,17 @@ def _length(path: list[list[float]]) -> float:
     return float(sum(math.dist(a, b) for a, b in itertools.pairwise(path)))
 
 
-def step_budget(nav: GridNavigator, inst: Instance) -> int:
+def step_budget(
+    nav: GridNavigator,
+    inst: Instance,
+    factor: float = BUDGET_FACTOR,
+    per_target: int = TURN_ALLOWANCE,
+) -> int:
     """Steps allowed: from the longest execution path of the program, whatever the gold one.
 
-    ``ceil(3 × L_max / 0.25) + 24 × targets_max``, with ``L_max`` the longest geodesic length
-    start → waypoints → leaf over all branches and ``targets_max`` the most navigation targets on
-    one branch.
+    ``ceil(factor × L_max / 0.25) + per_target × targets_max`` (defaults 3 and 24), with
+    ``L_max`` the longest geodesic length start → waypoints → leaf over all branches and
+    ``targets_max`` the most navigation targets on one branch.
     """
     longest, most_targets = 0.0, 0
     prefix = list(inst.resolution.targets[: inst.bucket.horizon])
@@ -90,7 +95,7 @@ def step_budget(nav: GridNavigator, inst: Instance) -> int:
                 raise Rejected("branch_unreachable")
             length += d
         longest, most_targets = max(longest, length), max(most_targets, len(ids))
-    return math.ceil(BUDGET_FACTOR * longest / FORWARD_STEP) + TURN_ALLOWANCE * most_targets
+    return math.ceil(factor * longest / FORWARD_STEP) + per_target * most_targets
 
 
 def build_episode(
@@ -101,8 +106,11 @@ def build_episode(
     scene_file: str,
     radius: float,
     extras: dict[str, Any],
+    budget: tuple[float, int] = (BUDGET_FACTOR, TURN_ALLOWANCE),
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The episode (without ``episode_id`` / tokens) and its ground-truth actions.
+
+    ``budget`` is ``(factor, per_target)`` of :func:`step_budget`.
 
     Raises:
         Rejected: ``path_not_found`` / ``branch_unreachable`` when a path cannot be found.
@@ -140,7 +148,7 @@ def build_episode(
         "reference_room": inst.reference_room,
         "oracle_instruction": oracle,
         "pair_id": inst.pair_id,
-        "step_budget": step_budget(nav, inst),
+        "step_budget": step_budget(nav, inst, *budget),
         **extras,
     }
     episode = {

@@ -21,7 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from condvln import __version__
 from condvln.dataset.card import dataset_card, dataset_stats
-from condvln.dataset.episode import EPISODE_KEYS, TEST_EPISODE_KEYS, build_episode
+from condvln.dataset.episode import (
+    BUDGET_FACTOR,
+    EPISODE_KEYS,
+    TEST_EPISODE_KEYS,
+    TURN_ALLOWANCE,
+    build_episode,
+)
 from condvln.dataset.vlnce import SPLITS, build_vocab, dump_gz, encode, split_path
 from condvln.errors import ConfigError
 from condvln.graph import RelationConfig
@@ -47,6 +53,9 @@ class GenerateConfig(BaseModel):
         val_seen_share: Share of the seen scenes' episodes that go to val_seen.
         multi_room_radius: Success radius of multi-room scenes (paper: 1.0 m).
         single_room_radius: Success radius of single-room scenes (paper: 0.5 m).
+        step_budget_factor: Step budget: forward steps allowed per forward step of the longest
+            execution path over all branches.
+        step_budget_per_target: Step budget: extra steps per navigation target (turning).
         relations: Predicate thresholds.
     """
 
@@ -62,6 +71,8 @@ class GenerateConfig(BaseModel):
     val_seen_share: float = Field(0.1, ge=0.0, lt=1.0)
     multi_room_radius: float = Field(1.0, gt=0.0)
     single_room_radius: float = Field(0.5, gt=0.0)
+    step_budget_factor: float = Field(BUDGET_FACTOR, gt=0.0)
+    step_budget_per_target: int = Field(TURN_ALLOWANCE, ge=0)
     relations: RelationConfig = RelationConfig()
 
     def config_hash(self) -> str:
@@ -108,7 +119,13 @@ def _episodes_for_scene(
     for inst in instances:
         try:
             episode, gt = build_episode(
-                inst, nav, rng, scene_file=file_name, radius=radius, extras=extras
+                inst,
+                nav,
+                rng,
+                scene_file=file_name,
+                radius=radius,
+                extras=extras,
+                budget=(config.step_budget_factor, config.step_budget_per_target),
             )
         except Rejected as exc:
             rejections[exc.reason] += 1
@@ -126,6 +143,24 @@ def _assign_splits(n_scenes: int, config: GenerateConfig) -> dict[int, str]:
     for rank, index in enumerate(order[:n_unseen]):
         groups[index] = "val_unseen" if rank % 2 == 0 else "test"
     return groups
+
+
+def requested_episodes(groups: dict[int, str], config: GenerateConfig) -> dict[str, int]:
+    """Episodes asked for per split: ``per_scene`` × the split's scenes (the seen scenes' share
+    of train and val_seen by ``val_seen_share``).
+
+    >>> requested_episodes({0: "seen", 1: "seen", 2: "test"}, GenerateConfig(per_scene=10))
+    {'train': 18, 'val_seen': 2, 'val_unseen': 0, 'test': 10}
+    """
+    scenes = Counter(groups.values())
+    seen = scenes["seen"] * config.per_scene
+    val_seen = round(seen * config.val_seen_share)
+    return {
+        "train": seen - val_seen,
+        "val_seen": val_seen,
+        "val_unseen": scenes["val_unseen"] * config.per_scene,
+        "test": scenes["test"] * config.per_scene,
+    }
 
 
 def _split_of(group: str, inst: Instance, config: GenerateConfig, k: int) -> str:
@@ -170,6 +205,7 @@ def generate_dataset(
         workers=workers,
         counterfactual_share=config.counterfactual_share,
         relation_config=config.relations,
+        radii=(config.multi_room_radius, config.single_room_radius),
         on_scene_done=tick("sampling", len(specs)),
         strata=[groups[i] for i in range(len(specs))],
     )
@@ -208,7 +244,8 @@ def _write(
             (tmp / scene.scene_file).write_bytes(scene.scene_json)
         for split in SPLITS:  # every split, even an empty one, so loaders find them all
             _write_split(tmp, split, splits.get(split, []), vocab, index)
-        stats = dataset_stats(splits, rejections, synth, config, vocab)
+        requested = requested_episodes(groups, config)
+        stats = dataset_stats(splits, rejections, synth, config, vocab, requested)
         (tmp / "stats.json").write_bytes(orjson.dumps(stats, option=orjson.OPT_INDENT_2))
         (tmp / "README.md").write_text(dataset_card(stats))
     return stats

@@ -18,15 +18,14 @@
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.stats import binomtest
 
 from condvln.errors import ConfigError
 from condvln.evaluation.metrics import METRICS, MetricSpec
@@ -69,18 +68,16 @@ def _alpha(confidence: float) -> float:
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval | None:
-    """Wilson score interval of a binomial proportion; ``None`` for ``n == 0``.
+    """Wilson score interval of a binomial proportion (scipy's ``binomtest`` ``proportion_ci``);
+    ``None`` for ``n == 0``.
 
     >>> tuple(round(x, 4) for x in wilson_interval(8, 10))
     (0.4902, 0.9433)
     """
     if n == 0:
         return None
-    z = NormalDist().inv_cdf(1 - _alpha(confidence) / 2)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    ci = binomtest(successes, n).proportion_ci(1 - _alpha(confidence), method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 def weighted_mean(values: ArrayLike, weights: ArrayLike | None = None) -> float | None:

@@ -57,13 +57,25 @@ from condvln.dataset.vlnce import available_splits, load_split, split_path
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants, pair_consistency
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
-from condvln.evaluation.predictions import Predictions, Trajectory, read_predictions
+from condvln.evaluation.predictions import (
+    AGENT_FAILURES,
+    Predictions,
+    Trajectory,
+    read_predictions,
+)
 from condvln.evaluation.scoring import Record, invalid_episode, score_episode
 from condvln.evaluation.spaces import ContinuousSpace, FloatArray
-from condvln.evaluation.tables import FAILURE_CATEGORIES, ResultTable, table2, table3
+from condvln.evaluation.tables import (
+    FAILURE_CATEGORIES,
+    ResultTable,
+    table2,
+    table3,
+    terminal_tables,
+)
 from condvln.io import atomic_write_bytes, dumps_json, read_json
 from condvln.nav import GridConfig, GridNavigator, Unreachable
 from condvln.nav.geodesic import HAVE_SKFMM, GeodesicField
+from condvln.provenance import provenance
 from condvln.scene.serialize import load_scene
 
 LABEL_KEYS = (
@@ -270,7 +282,12 @@ def _score_one(
         score = invalid_episode(n_sub) | {"off_map_positions": 0}
     else:
         score = score_prediction(episode, trajectory, geodesic, options)
-    return _metadata(episode, split) | score | _branch_choice(episode, score)
+    status = None if trajectory is None else trajectory.status
+    agent = {
+        "agent_status": status,
+        "agent_fault": None if status is None else status in AGENT_FAILURES,
+    }
+    return _metadata(episode, split) | score | _branch_choice(episode, score) | agent
 
 
 def _branch_choice(episode: Mapping[str, Any], score: Record) -> Record:
@@ -347,6 +364,10 @@ def _counts(records: Sequence[Record], episode_ids: set[int], predictions: Predi
         "extra_ids": extra[:EXTRA_IDS_LISTED],
         "off_map_positions": int(sum(off_map)),
         "off_map_episodes": int(sum(1 for k in off_map if k)),
+        "agent_failures": {
+            status: sum(r.get("agent_status") == status for r in records)
+            for status in AGENT_FAILURES
+        },
     }
 
 
@@ -369,6 +390,7 @@ def _manifest(
     return {
         "condvln_version": __version__,
         "command": "evaluate",
+        "provenance": provenance(),
         "dataset": dataset,
         "predictions": {
             "path": str(predictions_path.resolve()),
@@ -487,11 +509,15 @@ def render_summary(result: Mapping[str, Any]) -> RenderableType:
         if key in metrics["metrics"]
     ]
     lines.append(Text(f"  pair_consistency: {_fmt(metrics['pair_consistency'])}"))
+    failed = {k: n for k, n in counts["agent_failures"].items() if n}
+    if failed:
+        listed = ", ".join(f"{n} {k}" for k, n in failed.items())
+        lines.append(Text(f"agent failures (scored as failed episodes): {listed}", style="yellow"))
     lines += [
         Text(f"invariant violated: {v}", style="bold red")
         for v in metrics["invariants"]["violations"]
     ]
     tables: Mapping[str, ResultTable] = result["tables"]
-    lines += [tables["table2"].to_rich(), tables["table3"].to_rich()]
+    lines += terminal_tables(tables["table2"], tables["table3"])
     lines.append(Text(f"wrote {result['out_dir']}"))
     return Group(*lines)

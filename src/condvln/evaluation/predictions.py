@@ -8,7 +8,9 @@ Two formats (DESIGN §3), both turned into ``{episode_id: Trajectory}``:
 * **CondVLN JSONL** (``*.jsonl``): one episode per line, ``{"episode_id": 17, "positions":
   [[x, y, z], ...], "headings": [h, ...], "actions": [1, 2, ..., 0], "stop": true}`` with
   ``len(positions) == len(headings) == len(actions) + 1`` (start pose first; VLN-CE action ids
-  0 STOP, 1 FORWARD, 2 LEFT, 3 RIGHT). ``actions`` may be omitted; other keys are ignored.
+  0 STOP, 1 FORWARD, 2 LEFT, 3 RIGHT). ``actions`` may be omitted; ``status`` (``"ok"`` or an
+  agent failure of :data:`AGENT_FAILURES`, written by ``condvln run``) is kept; other keys are
+  ignored.
 
 The format follows the extension (``.jsonl`` / ``.json``, optionally ``.gz``); any other name is
 read as JSONL unless the whole file parses as one JSON object without ``"positions"``. Episode
@@ -44,6 +46,9 @@ from condvln.io import read_bytes
 N_ACTIONS = 4
 """VLN-CE action ids are ``0 .. N_ACTIONS - 1`` (STOP, FORWARD, LEFT, RIGHT)."""
 
+AGENT_FAILURES = ("agent_error", "invalid_action", "timeout")
+"""Statuses of episodes the agent failed (``condvln.agents.run.FAILURES``)."""
+
 
 @dataclass(frozen=True)
 class Trajectory:
@@ -54,12 +59,14 @@ class Trajectory:
         headings: ``(N,)`` headings (radians) of the same poses.
         actions: ``(N - 1,)`` action ids, or ``None`` when the format does not log them.
         stop: whether the agent called STOP.
+        status: ``"ok"`` or an agent failure (JSONL ``status``; ``None`` when not recorded).
     """
 
     positions: NDArray[np.float64]
     headings: NDArray[np.float64]
     actions: NDArray[np.int64] | None
     stop: bool
+    status: str | None = None
 
 
 Predictions = dict[int, Trajectory]
@@ -131,7 +138,12 @@ def _jsonl_record(doc: Any, file: Path, record: str) -> tuple[int, Trajectory]:
     actions = doc.get("actions")
     if actions is not None:
         actions = _actions(actions, len(positions), file, record)
-    return episode, Trajectory(positions, headings, actions, _stop(doc["stop"], file, record))
+    status = doc.get("status")
+    if status is not None and status not in ("ok", *AGENT_FAILURES):
+        known = ", ".join(("ok", *AGENT_FAILURES))
+        raise _fail(f"must be one of {known}, got {status!r}", file, record, "status")
+    stop = _stop(doc["stop"], file, record)
+    return episode, Trajectory(positions, headings, actions, stop, status)
 
 
 def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:

@@ -33,7 +33,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
+from rich import box
+from rich.console import RenderableType
 from rich.table import Table
+from rich.text import Text
 
 from condvln.evaluation.aggregate import weighted_mean
 from condvln.evaluation.diagnostics import FailureCategory
@@ -51,12 +54,14 @@ COLUMN_KEYS = {
     "BA": "branch_correct",
     "chance": "branch_chance",
     "SR-any": "reached_branch_goal",
+    "fault": "agent_fault",
 }
 """Column label → per-episode record key."""
 
-DIAGNOSTIC_COLUMNS = ("BA", "chance", "SR-any", "WB")
+DIAGNOSTIC_COLUMNS = ("BA", "chance", "SR-any", "WB", "fault")
 """Branch accuracy (ended nearest the gold leaf goal), its chance level, success at any branch
-goal (plausible navigation) and the wrong-branch rate."""
+goal (plausible navigation), the wrong-branch rate and the share of episodes the agent failed
+(``agent_error`` / ``invalid_action`` / ``timeout``; "–" when the predictions do not say)."""
 
 FAILURE_CATEGORIES: tuple[str, ...] = get_args(FailureCategory)
 """Failure categories, in :func:`~.diagnostics.failure_category` rule order."""
@@ -128,6 +133,25 @@ class ResultTable:
             writer.writerow([row.name, row.n, *values])
         return buffer.getvalue()
 
+    def to_terminal(self, wanted: Mapping[str, str], title: str) -> Table:
+        """A narrow rich table of selected columns under short labels (fits 80 columns).
+
+        Keys of ``wanted`` are full column names, or bare metric names looked up in the first
+        source group ("all" when there are several sources); values are the labels shown.
+        """
+        first = next((g for g, _ in self.groups if g == "all"), self.groups[0][0])
+        names = [k if k in self.columns else f"{first} {k}" for k in wanted]
+        table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        table.add_column("run", no_wrap=True)
+        for label in wanted.values():
+            table.add_column(label, justify="right", no_wrap=True)
+        for row in self.rows:
+            values = dict(zip(self.columns, row.values, strict=True))
+            table.add_row(
+                row.name, *(f"{values[n]:.1f}" if values.get(n) is not None else "–" for n in names)
+            )
+        return table
+
     def to_rich(self) -> Table:
         """A rich table (group label above each column label)."""
         table = Table(title=self.title)
@@ -139,6 +163,45 @@ class ResultTable:
         for row in self.rows:
             table.add_row(row.name, str(row.n), *map(self._cell, row.values))
         return table
+
+
+TABLE2_TERMINAL = {
+    "SR": "SR",
+    "SPL": "SPL",
+    "BSA": "BSA",
+    "CSR": "CSR",
+    "diagnostics BA": "BA",
+    "diagnostics chance": "1/n",
+    "diagnostics SR-any": "any",
+    "diagnostics WB": "WB",
+    "diagnostics fault": "fault",
+}
+"""Table 2 columns shown in a terminal, with their short labels (legend: :data:`TABLE2_LEGEND`)."""
+
+TABLE2_LEGEND = (
+    "BA: branch accuracy (ended nearest the gold branch goal); 1/n: chance; any: stopped at some "
+    "branch goal; WB: stopped at a wrong branch's goal; fault: episodes the agent failed "
+    "(error, invalid action, timeout)"
+)
+
+TABLE3_TERMINAL = {
+    "base d=1,ℓ=1 CSR": "d1 ℓ1",
+    "depth d=2,ℓ=1 CSR": "d2 ℓ1",
+    "depth d=3,ℓ=1 CSR": "d3 ℓ1",
+    "chain d=1,ℓ=2 CSR": "d1 ℓ2",
+    "chain d=1,ℓ=3 CSR": "d1 ℓ3",
+}
+"""Table 3 columns shown in a terminal (CSR by depth d and chain ℓ; BSA stays in the files)."""
+
+
+def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[RenderableType]:
+    """Tables 2 and 3 for an 80-column terminal, with the legend; the full ones are in files."""
+    return [
+        table_2.to_terminal(TABLE2_TERMINAL, "Table 2: main results (%)"),
+        Text(TABLE2_LEGEND),
+        table_3.to_terminal(TABLE3_TERMINAL, "Table 3: CSR by depth d and chain ℓ (%)"),
+        Text("full tables (all columns, BSA by d and ℓ): table2.md / table3.md (+ .csv)"),
+    ]
 
 
 def _runs(runs: Runs) -> list[tuple[str, Sequence[Record]]]:

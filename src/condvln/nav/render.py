@@ -80,20 +80,14 @@ def render_map(
     """
     if navigator is None:
         navigator = GridNavigator(scene)
-    area = navigator.area if isinstance(navigator, GridNavigator) else None
-    fig, ax = plt.subplots(figsize=_figure_size(scene, area), dpi=110)
+    fig, ax = plt.subplots(figsize=figure_size(scene, navigator), dpi=110)
     try:
-        _draw_rooms(ax, scene, area, show_labels)
-        if area is not None:
-            _draw_navigable(ax, area)
-            _draw_geometry(ax, area.walls, color="#222222", linewidth=2.2, zorder=5)
-        _draw_doors(ax, scene)
-        _draw_objects(ax, scene, area, show_labels)
+        draw_scene(ax, scene, navigator, show_labels=show_labels)
         if path:
             _draw_path(ax, path)
         if points:
             _draw_points(ax, points)
-        _finish(ax, title or scene.id)
+        finish_axes(ax, title or scene.id)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", bbox_inches="tight")
     finally:
@@ -101,6 +95,27 @@ def render_map(
     out = Path(out_path)
     atomic_write_bytes(out, buffer.getvalue())
     return out
+
+
+def draw_scene(ax: Axes, scene: Scene, navigator: Navigator, *, show_labels: bool = True) -> None:
+    """Draw the map layers of ``scene`` on ``ax`` in data coordinates ``(x, z)``.
+
+    Rooms, the navigable area and walls (with a :class:`GridNavigator`), doors and objects, at
+    z-orders below 10, so overlays drawn at 10 and above stay on top.
+    """
+    area = navigator.area if isinstance(navigator, GridNavigator) else None
+    _draw_rooms(ax, scene, area, show_labels)
+    if area is not None:
+        _draw_navigable(ax, area)
+        _draw_geometry(ax, area.walls, color="#222222", linewidth=2.2, zorder=5)
+    _draw_doors(ax, scene)
+    _draw_objects(ax, scene, area, show_labels)
+
+
+def figure_size(scene: Scene, navigator: Navigator) -> tuple[float, float]:
+    """Figure size (inches) of a map of ``scene``: about 11 inches along its longer side."""
+    area = navigator.area if isinstance(navigator, GridNavigator) else None
+    return _figure_size(scene, area)
 
 
 def _figure_size(scene: Scene, area: NavArea | None) -> tuple[float, float]:
@@ -207,7 +222,8 @@ def _draw_points(ax: Axes, points: PointsArg) -> None:
                         fontsize=7, color="#4b2a7b", zorder=12)  # fmt: skip
 
 
-def _finish(ax: Axes, title: str) -> None:
+def finish_axes(ax: Axes, title: str) -> None:
+    """Equal aspect, north up (z increases downwards), axis labels, grid and ``title``."""
     ax.set_aspect("equal")
     if not ax.yaxis_inverted():
         ax.invert_yaxis()

@@ -21,7 +21,7 @@ from condvln.errors import ConfigError
 from condvln.graph import RelationConfig, build_scene_graph
 from condvln.scene.sources import load
 from condvln.synth.balance import balance, balance_report
-from condvln.synth.driver import synthesize
+from condvln.synth.driver import success_radius, synthesize
 from condvln.synth.groups import GroupStats, scene_group_counts
 from condvln.synth.sampler import Instance
 
@@ -96,9 +96,19 @@ def _group_counts(args: tuple[SceneSpec, RelationConfig | None]) -> Counter:
 
 
 def _synthesize_one(
-    args: tuple[SceneSpec, int, int, int, int, float, RelationConfig | None, GroupStats | None],
+    args: tuple[
+        SceneSpec,
+        int,
+        int,
+        int,
+        int,
+        float,
+        RelationConfig | None,
+        tuple[float, float],
+        GroupStats | None,
+    ],
 ) -> tuple[str, list[Instance], Counter]:
-    spec, seed, index, offset, quota, share, relations, groups = args
+    spec, seed, index, offset, quota, share, relations, radii, groups = args
     scene = spec.load()
     result = synthesize(
         scene,
@@ -106,6 +116,7 @@ def _synthesize_one(
         quota=quota,
         leaf_offset=offset,
         counterfactual_share=share,
+        radius=success_radius(scene, *radii),
         relation_config=relations,
         groups=groups,
     )
@@ -145,6 +156,7 @@ def run_synthesis(
     workers: int = 1,
     counterfactual_share: float = 0.2,
     relation_config: RelationConfig | None = None,
+    radii: tuple[float, float] = (1.0, 0.5),
     on_scene_done: Callable[[], None] | None = None,
     strata: Sequence[str] | None = None,
 ) -> SynthesisResult:
@@ -154,7 +166,8 @@ def run_synthesis(
     (:class:`~condvln.synth.groups.GroupStats`), so the sampler asks only groups whose truth
     varies (with fewer than :data:`MIN_SCENES_FOR_GROUPS` scenes there is no distribution to
     speak of: any group is asked, and only balancing evens the truths). ``strata`` (one label per scene, e.g. its split group) makes balancing hold within
-    each stratum, not only over the whole run.
+    each stratum, not only over the whole run. ``radii`` are the success radii of multi-room
+    and single-room scenes (leaf goals are sampled more than twice the radius apart).
     """
     groups = (
         GroupStats.total(
@@ -166,7 +179,7 @@ def run_synthesis(
     labels = list(strata) if strata is not None else [""] * len(scenes)
     rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaves rotate per stratum
     tasks = [
-        (spec, seed, i, rank[i], per_scene, counterfactual_share, relation_config, groups)
+        (spec, seed, i, rank[i], per_scene, counterfactual_share, relation_config, radii, groups)
         for i, spec in enumerate(scenes)
     ]
     gathered: list[Instance] = []

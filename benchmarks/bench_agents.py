@@ -1,0 +1,172 @@
+"""Benchmark remote (HTTP) agents and batched stepping.
+
+1. Loopback HTTP overhead per step for symbolic observations (target ≤ 1 ms): the same
+   trivial agent run in-process and behind ``condvln/agent_server.py`` on 127.0.0.1; the
+   overhead is the difference in wall time per step. Also the bare round trip of one
+   ``/act`` call with a real observation.
+2. Batched throughput with an agent that sleeps 20 ms per call (emulating a model): steps per
+   second for lockstep batches of B = 1, 8, 32, in-process and over HTTP.
+
+A small dataset is generated into a temporary folder; everything runs with one worker::
+
+    PYTHONPATH=src python benchmarks/bench_agents.py [--episodes 32] [--steps 40] [--calls 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+SERVER = HERE.parent.parent / "src" / "condvln" / "agent_server.py"
+
+
+class WalkAgent:
+    """Trivial and fast: forward until a collision, then turn; STOP after ``steps``."""
+
+    def __init__(self, steps: int = 40) -> None:
+        self.steps = steps
+
+    def reset(self, episode: object) -> None:
+        pass
+
+    def act(self, observation: object) -> int:
+        if observation.step >= self.steps:  # type: ignore[attr-defined]
+            return 0
+        return 2 if observation.collided else 1  # type: ignore[attr-defined]
+
+
+class SleepyBatchAgent:
+    """:class:`WalkAgent` per episode, stepped with ``act_batch``; sleeps ``sleep`` s per call."""
+
+    max_batch_size = 256
+
+    def __init__(self, steps: int = 40, sleep: float = 0.02) -> None:
+        self.steps, self.sleep = steps, sleep
+        self.walker = WalkAgent(steps)
+
+    def reset(self, episode: object) -> None:
+        pass
+
+    def act(self, observation: object) -> int:
+        return self.act_batch([observation], [None])[0]
+
+    def act_batch(self, observations: list, episode_ids: list) -> list[int]:
+        time.sleep(self.sleep)
+        return [self.walker.act(o) for o in observations]
+
+
+class Server:
+    """An agent server subprocess serving a class of this file."""
+
+    def __init__(self, cls: str, *args: str) -> None:
+        env = os.environ | {"PYTHONPATH": str(SERVER.parent.parent)}
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SERVER), f"{HERE}:{cls}", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
+        if not ready:
+            raise RuntimeError("agent server did not start")
+        self.url = self.proc.stdout.readline().split()[-1]  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def _run(agent: str, data: Path, out: Path, episodes: int, **kwargs: object) -> tuple[float, int]:
+    from condvln.agents import run_agent
+
+    summary = run_agent(agent, data, "train", out, limit=episodes, resume=False, **kwargs)  # type: ignore[arg-type]
+    assert not summary.failures, summary.failures
+    return summary.seconds, summary.steps
+
+
+def http_overhead(data: Path, tmp: Path, episodes: int, steps: int, calls: int) -> None:
+    """Print the per-step overhead of the HTTP agent and of one bare /act round trip."""
+    from condvln.agents.base import EpisodeView
+    from condvln.agents.remote import RemoteAgent
+    from condvln.agents.run import episode_specs
+    from condvln.scene.serialize import load_scene
+    from condvln.sim import Simulator
+
+    local = f"{HERE}:WalkAgent"
+    args = {"agent_args": {"steps": steps}}
+    _run(local, data, tmp / "warm", 2, **args)  # compile kernels, load scenes once
+    server = Server("WalkAgent", "--arg", f"steps={steps}")
+    try:
+        best_local = min(_run(local, data, tmp / "local", episodes, **args)[0] for _ in range(3))
+        remote, n_steps = min(_run(server.url, data, tmp / "remote", episodes) for _ in range(3))
+        per_step = 1000 * (remote - best_local) / n_steps
+        print(f"run of {episodes} episodes, {n_steps} steps (best of 3):")
+        print(f"  in-process {best_local:.3f} s, over HTTP {remote:.3f} s")
+        print(f"  HTTP overhead per step: {per_step:.3f} ms (target <= 1 ms)")
+        spec = episode_specs(data, "train", "original", 1)[0]
+        sim = Simulator(load_scene(data / spec.scene_id))
+        obs = sim.reset(spec.start_position, spec.start_yaw, instruction=spec.instruction)
+        agent = RemoteAgent(server.url)
+        agent.reset(EpisodeView(1, spec.scene_id, spec.instruction, 500, sim.protocol, None, 0))
+        for _ in range(100):
+            agent.act(obs)
+        started = time.perf_counter()
+        for _ in range(calls):
+            agent.act(obs)
+        rtt = 1000 * (time.perf_counter() - started) / calls
+        print(
+            f"  bare /act round trip ({len(obs.detections)} detections): {rtt:.3f} ms "
+            f"({calls} calls)"
+        )
+    finally:
+        server.close()
+
+
+def batched_throughput(data: Path, tmp: Path, episodes: int, steps: int) -> None:
+    """Print steps per second for B = 1, 8, 32 with a 20 ms-per-call agent."""
+    spec = f"{HERE}:SleepyBatchAgent"
+    server = Server("SleepyBatchAgent", "--arg", f"steps={steps}")
+    try:
+        print(f"\n{episodes} episodes x {steps + 1} steps, agent sleeps 20 ms per call:")
+        print(f"  {'B':>3} {'in-process steps/s':>20} {'HTTP steps/s':>14}")
+        for batch in (1, 8, 32):
+            local, n = _run(
+                spec,
+                data,
+                tmp / f"b{batch}",
+                episodes,
+                agent_args={"steps": steps},
+                batch_size=batch,
+            )
+            remote, m = _run(server.url, data, tmp / f"r{batch}", episodes, batch_size=batch)
+            print(f"  {batch:>3} {n / local:>20.1f} {m / remote:>14.1f}")
+    finally:
+        server.close()
+
+
+def main() -> None:
+    """Generate a small dataset and run both benchmarks."""
+    from condvln.dataset.generate import GenerateConfig, generate_dataset
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--calls", type=int, default=2000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        data = tmp / "data"
+        generate_dataset(GenerateConfig(scenes=6, per_scene=30), data, workers=1)
+        http_overhead(data, tmp, args.episodes, args.steps, args.calls)
+        batched_throughput(data, tmp, args.episodes, args.steps)
+
+
+if __name__ == "__main__":
+    main()

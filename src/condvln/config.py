@@ -1,0 +1,353 @@
+"""Configuration files and dotted ``key=value`` overrides for the commands.
+
+Each configurable command has one settings model whose fields are the library's own models
+(:class:`~condvln.dataset.generate.GenerateConfig`, :class:`~condvln.graph.RelationConfig`,
+:class:`~condvln.sim.protocol.ObservationProtocol`,
+:class:`~condvln.evaluation.metrics.MetricOptions`), so a field added to one of them is a
+configuration key at once: in files, in overrides, in ``condvln config`` and in the errors.
+
+Layers, later ones winning: the model defaults, a ``base`` (e.g. the benchmark's small dataset),
+the ``--config`` file (YAML or JSON), the command's explicit options, then the dotted overrides
+(OmegaConf's dotlist syntax: ``relations.near_holds=0.4``, ``inputs=[a.json,b.json]``,
+``scenes=null``; interpolations like ``${seed}`` resolve). OmegaConf reads and merges; pydantic
+validates. Unknown keys and bad values raise one-line :class:`~condvln.errors.ConfigError` s
+naming the key and what it accepts.
+
+>>> resolve(GenerateConfig, overrides=["relations.near_holds=0.4", "per_scene=40"]).per_scene
+40
+>>> resolve(GenerateConfig, overrides=["relations.near_hold=0.4"])
+Traceback (most recent call last):
+...
+condvln.errors.ConfigError: config: unknown key 'relations.near_hold'; did you mean 'relations.near_holds'? (allowed: version, near_holds, near_fails, far_fails, far_holds, higher_fails, higher_holds, overlap_fails, overlap_holds, stack_horizontal_holds, stack_horizontal_fails, level_angle, min_horizontal)
+>>> resolve(GenerateConfig, overrides=["val_seen_share=1.5"])
+Traceback (most recent call last):
+...
+condvln.errors.ConfigError: config: val_seen_share=1.5: Input should be less than 1 (allowed: a number ≥ 0 and < 1)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pydantic
+import yaml
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from pydantic import BaseModel, ConfigDict, Field
+
+from condvln.benchmark import SMALL
+from condvln.dataset.generate import GenerateConfig
+from condvln.errors import ConfigError
+from condvln.evaluation.metrics import MetricOptions
+from condvln.sim.protocol import ObservationProtocol
+
+M = TypeVar("M", bound=BaseModel)
+
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class RunSettings(BaseModel):
+    """Tunables of ``condvln run`` (the agent, dataset and output folder are options).
+
+    Attributes:
+        split: Split to run.
+        limit: Run only the first N episodes (``null``: all).
+        seed: Seed of agents and perception noise.
+        protocol: The observation protocol (field of view, view range, noise, map access, …).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    split: str = "val_unseen"
+    limit: int | None = Field(None, ge=1)
+    seed: int = Field(0, ge=0)
+    protocol: ObservationProtocol = ObservationProtocol()
+
+
+class EvaluateSettings(BaseModel):
+    """Tunables of ``condvln evaluate``.
+
+    Attributes:
+        split: Split to score (``null``: inferred from the predicted ids).
+        name: Run name in the tables (``null``: the predictions file's name).
+        seed: Seed of the bootstrap intervals.
+        metrics: Metric conventions and thresholds (nDTW / CLS ``d_th``, strictness, …).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    split: str | None = None
+    name: str | None = None
+    seed: int = Field(0, ge=0)
+    metrics: MetricOptions = MetricOptions()
+
+
+class NoiseSettings(BaseModel):
+    """Perception noise of the benchmark's ``neurosymbolic+noise`` run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    miss_rate: float = Field(0.3, ge=0.0, le=1.0)
+    confusion_rate: float = Field(0.1, ge=0.0, le=1.0)
+    false_detection_rate: float = Field(0.05, ge=0.0, le=1.0)
+
+
+class BenchmarkSettings(BaseModel):
+    """Tunables of ``condvln benchmark``.
+
+    Attributes:
+        dataset: The generated dataset (default: 80 houses, 50 instructions each, half unseen;
+            ``--full``: the paper-scale ``condvln generate`` defaults).
+        split: Split the agents are run and scored on.
+        protocol: Observation protocol of every run (the noise run adds ``noise``).
+        noise: Perception noise of the ``neurosymbolic+noise`` run.
+        metrics: Metric conventions and thresholds.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dataset: GenerateConfig = SMALL
+    split: str = "val_unseen"
+    protocol: ObservationProtocol = ObservationProtocol()
+    noise: NoiseSettings = NoiseSettings()
+    metrics: MetricOptions = MetricOptions()
+
+
+SETTINGS: dict[str, type[BaseModel]] = {
+    "generate": GenerateConfig,
+    "run": RunSettings,
+    "evaluate": EvaluateSettings,
+    "benchmark": BenchmarkSettings,
+}
+"""The settings model of each configurable command."""
+
+
+def resolve(
+    model: type[M],
+    *,
+    config_file: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    options: Mapping[str, Any] | None = None,
+    base: Mapping[str, Any] | None = None,
+) -> M:
+    """The effective settings of a command: defaults ← base ← file ← options ← overrides.
+
+    Interpolations (``${seed}``) see every layer, the defaults included.
+
+    Args:
+        model: The command's settings model (see :data:`SETTINGS`).
+        config_file: A YAML (``.yaml`` / ``.yml``) or JSON (``.json``) file of settings.
+        overrides: ``key=value`` strings with dotted keys.
+        options: Values of the command's explicitly given options, by dotted key.
+        base: Values replacing the model defaults (nested mapping or dotted keys).
+
+    Raises:
+        ConfigError: Unreadable file, malformed override, unknown key or invalid value.
+    """
+    layers = [model().model_dump(mode="json"), _nested(base or {}, "base")]
+    if config_file is not None:
+        layers.append(read_config_file(config_file))
+    layers.append(_nested(options or {}, "option"))
+    layers.append(_dotlist(overrides))
+    try:
+        merged = OmegaConf.to_container(OmegaConf.merge(*layers), resolve=True)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"config: {_one_line(str(exc))}") from None
+    assert isinstance(merged, dict)
+    schema = pydantic.TypeAdapter(model).json_schema()
+    _check_keys(merged, schema, schema, ())
+    try:
+        return model.model_validate(merged)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(_describe_error(exc, merged, schema)) from None
+    except ConfigError as exc:  # raised by a dataclass's own checks (MetricOptions)
+        raise ConfigError(f"config: {exc}") from None
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a YAML or JSON settings file into a mapping.
+
+    Raises:
+        ConfigError: Missing file, unknown suffix, a parse error (with its line) or a
+            top level that is not a mapping.
+    """
+    path = Path(path)
+    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
+        raise ConfigError(f"{path}: config files are .yaml, .yml or .json")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: line {exc.lineno}: {exc.msg}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise ConfigError(f"{path}: {where}{problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of settings")
+    return data
+
+
+def defaults_yaml(model: type[BaseModel], settings: BaseModel | None = None) -> str:
+    """The settings (default: the model defaults) as YAML, in field order."""
+    values = (settings or model()).model_dump(mode="json")
+    return yaml.safe_dump(values, sort_keys=False, allow_unicode=True)
+
+
+# --- layers --------------------------------------------------------------------------------------
+
+
+def _nested(values: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """A nested mapping from one whose keys may be dotted."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if not _KEY.match(key):
+            raise ConfigError(f"config: bad {what} key {key!r}")
+        *parents, leaf = key.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = _plain(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _dotlist(overrides: Sequence[str]) -> Any:
+    for item in overrides:
+        key, sep, _ = item.partition("=")
+        if not sep or not _KEY.match(key):
+            raise ConfigError(f"config: override {item!r} is not key=value (e.g. per_scene=40)")
+    try:
+        return OmegaConf.from_dotlist(list(overrides))
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"config: {_one_line(str(exc))}") from None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# --- checking keys and values against the model's JSON schema ------------------------------------
+
+
+def _deref(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Follow ``$ref`` and single-entry ``allOf`` to the schema of an object or value."""
+    while True:
+        if "$ref" in node:
+            node = root["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+        elif len(node.get("allOf", ())) == 1:
+            node = node["allOf"][0]
+        else:
+            return node
+
+
+def _check_keys(
+    data: Any, node: Mapping[str, Any], root: Mapping[str, Any], path: tuple[str, ...]
+) -> None:
+    node = _deref(node, root)
+    properties = node.get("properties")
+    if not isinstance(data, dict) or properties is None:
+        return  # a scalar, or a free-form mapping (validated by pydantic)
+    for key, value in data.items():
+        if key not in properties:
+            dotted = ".".join((*path, str(key)))
+            close = difflib.get_close_matches(str(key), list(properties), n=1)
+            hint = f"; did you mean '{'.'.join((*path, close[0]))}'?" if close else ""
+            allowed = ", ".join(properties)
+            raise ConfigError(f"config: unknown key '{dotted}'{hint} (allowed: {allowed})")
+        _check_keys(value, properties[key], root, (*path, str(key)))
+
+
+def _field_schema(root: Mapping[str, Any], loc: Sequence[Any]) -> Mapping[str, Any] | None:
+    node: Mapping[str, Any] = root
+    for part in loc:
+        node = _deref(node, root)
+        properties = node.get("properties") or {}
+        if part not in properties:
+            return None
+        node = properties[part]
+    return _deref(node, root)
+
+
+def allowed_values(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> str:
+    """A short description of what a JSON-schema node accepts ("a number > 0", "'a' or 'b'").
+
+    >>> allowed_values({"type": "number", "exclusiveMinimum": 0, "maximum": 1})
+    'a number > 0 and ≤ 1'
+    >>> allowed_values({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]})
+    'an integer ≥ 1, or null'
+    >>> allowed_values({"enum": ["all", "stop"], "type": "string"})
+    "'all' or 'stop'"
+    """
+    root = root or schema
+    schema = _deref(schema, root)
+    if "anyOf" in schema:
+        return ", or ".join(allowed_values(s, root) for s in schema["anyOf"])
+    if "enum" in schema or "const" in schema:
+        values = schema.get("enum", [schema.get("const")])
+        return " or ".join(repr(v) for v in values)
+    kind = schema.get("type")
+    if kind in ("number", "integer"):
+        bounds = [
+            f"{op} {schema[key]:g}"
+            for key, op in (
+                ("exclusiveMinimum", ">"),
+                ("minimum", "≥"),
+                ("exclusiveMaximum", "<"),
+                ("maximum", "≤"),
+            )
+            if key in schema
+        ]
+        noun = "a number" if kind == "number" else "an integer"
+        return " and ".join([f"{noun} {bounds[0]}" if bounds else noun, *bounds[1:]])
+    if kind == "array":
+        items = schema.get("items")
+        inner = allowed_values(items, root) if isinstance(items, dict) else "values"
+        return f"a list of {inner.removeprefix('a ').removeprefix('an ')}s"
+    if kind == "object":
+        keys = ", ".join(schema.get("properties", {}))
+        return f"a mapping of {keys}" if keys else "a mapping"
+    return {"boolean": "true or false", "string": "a string", "null": "null"}.get(
+        str(kind), str(kind)
+    )
+
+
+def _describe_error(
+    exc: pydantic.ValidationError, data: Mapping[str, Any], root: Mapping[str, Any]
+) -> str:
+    err = exc.errors()[0]
+    loc = [p for p in err["loc"] if not isinstance(p, int)]
+    dotted = ".".join(str(p) for p in loc)
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    field = _field_schema(root, loc) if loc else None
+    value: Any = data
+    for part in loc:
+        value = value.get(part) if isinstance(value, dict) else None
+    if field is None or "properties" in field:  # a whole-model check (e.g. threshold order)
+        allowed = f" (allowed: {allowed_values(field, root)})" if "type" in err["type"] else ""
+        return f"config: {dotted + ': ' if dotted else ''}{msg}{allowed}"
+    shown = json.dumps(value) if not isinstance(value, str) else value
+    return f"config: {dotted}={shown}: {msg} (allowed: {allowed_values(field, root)})"

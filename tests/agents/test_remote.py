@@ -1,0 +1,338 @@
+"""Remote agents: ``agent_server.py`` as a real server process on 127.0.0.1, and the client."""
+
+from __future__ import annotations
+
+import ast
+import http.server
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+import condvln
+from condvln.agents import run_agent
+from condvln.agents.base import AgentTimeout, EpisodeView
+from condvln.agents.remote import RemoteAgent, decode_array, encode
+from condvln.agents.run import episode_specs, read_trajectories
+from condvln.errors import ConfigError
+from condvln.io import read_json
+from condvln.sim import ObservationProtocol
+
+SERVER = Path(condvln.__file__).parent / "agent_server.py"
+AGENT_FILE = Path(__file__).parent / "data" / "served_agent.py"
+SRC = str(Path(condvln.__file__).parent.parent)
+PYTHON36 = Path("/root/.pyenv/versions/3.6.15/bin/python")
+
+
+class Server:
+    """An agent server subprocess; ``url`` once it listens."""
+
+    def __init__(self, spec: str, *args: str, port: int = 0, python: str = sys.executable) -> None:
+        env = os.environ | {"PYTHONPATH": SRC}
+        self.proc = subprocess.Popen(
+            [python, str(SERVER), spec, "--port", str(port), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
+        assert ready, "agent server did not start"
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        assert "listening on http://127.0.0.1:" in line, line
+        self.url = line.split()[-1]
+        self.port = int(self.url.rsplit(":", 1)[1])
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Server]]:
+    started: list[Server] = []
+    yield started
+    for server in started:
+        if server.proc.poll() is None:
+            server.kill()
+
+
+def _trajectories(run_dir: Path) -> dict[int, tuple]:
+    return {
+        r["episode_id"]: (r["positions"], r["headings"], r["actions"], r["stop"], r["status"])
+        for r in read_trajectories(run_dir / "trajectories.jsonl")
+    }
+
+
+def test_server_file_is_python36_standard_library_only() -> None:
+    tree = ast.parse(SERVER.read_text(), feature_version=(3, 6))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    assert imported - {"numpy"} <= set(sys.stdlib_module_names)
+    assert "condvln" not in imported
+
+
+def test_remote_results_equal_in_process(dataset: Path, tmp_path: Path, servers: list) -> None:
+    spec = f"{AGENT_FILE}:DetectionAgent"
+    local = run_agent(spec, dataset, "train", tmp_path / "local", limit=8)
+    assert local.failures == {}
+    pythons = [sys.executable] + ([str(PYTHON36)] if PYTHON36.is_file() else [])
+    for k, python in enumerate(pythons):
+        server = Server(spec, python=python)
+        servers.append(server)
+        remote = run_agent(server.url, dataset, "train", tmp_path / f"remote{k}", limit=8)
+        assert remote.failures == {} and remote.ran == 8
+        assert _trajectories(tmp_path / f"remote{k}") == _trajectories(tmp_path / "local")
+        manifest = read_json(tmp_path / f"remote{k}" / "manifest.json")
+        assert manifest["agent"] == server.url
+        assert manifest["agent_server"]["name"] == "DetectionAgent"
+        assert manifest["agent_server"]["python"] == (
+            "3.6.15" if python == str(PYTHON36) else sys.version.split()[0]
+        )
+
+
+def test_remote_random_baseline_and_batched_agent_match(
+    dataset: Path, tmp_path: Path, servers: list
+) -> None:
+    server = Server("condvln.agents.baselines:RandomAgent")
+    servers.append(server)
+    run_agent("random", dataset, "train", tmp_path / "local", limit=6, workers=2)
+    run_agent(server.url, dataset, "train", tmp_path / "remote", limit=6, workers=2)
+    assert _trajectories(tmp_path / "remote") == _trajectories(tmp_path / "local")
+    batched = Server(f"{AGENT_FILE}:BatchedDetectionAgent", "--max-batch-size", "4")
+    servers.append(batched)
+    one = run_agent(f"{AGENT_FILE}:DetectionAgent", dataset, "train", tmp_path / "one", limit=10)
+    four = run_agent(batched.url, dataset, "train", tmp_path / "four", limit=10, batch_size=8)
+    assert four.batch_size == 8 and one.batch_size == 1
+    assert _trajectories(tmp_path / "four") == _trajectories(tmp_path / "one")
+    shared = run_agent(
+        batched.url, dataset, "train", tmp_path / "shared", limit=10, batch_size=3, workers=2
+    )
+    assert shared.failures == {}
+    assert _trajectories(tmp_path / "shared") == _trajectories(tmp_path / "one")
+
+
+def test_killed_server_fails_episodes_and_resume_completes(
+    dataset: Path, tmp_path: Path, servers: list
+) -> None:
+    spec = f"{AGENT_FILE}:DetectionAgent"
+    run_agent(spec, dataset, "train", tmp_path / "local", limit=8)
+    server = Server(spec)
+    servers.append(server)
+    run_dir = tmp_path / "remote"
+
+    def kill_after_three(done: int, total: int) -> None:
+        if done == 3:
+            server.kill()
+
+    summary = run_agent(server.url, dataset, "train", run_dir, limit=8, progress=kill_after_three)
+    assert summary.ran == 8 and summary.failures == {"agent_error": 5}
+    failed = [r for r in read_trajectories(run_dir / "trajectories.jsonl") if r["status"] != "ok"]
+    assert len(failed) == 5
+    assert all(r["status"] == "agent_error" and "127.0.0.1" in r["reason"] for r in failed)
+    assert all(r["stop"] is False for r in failed)
+    restarted = Server(spec, port=server.port)
+    servers.append(restarted)
+    resumed = run_agent(restarted.url, dataset, "train", run_dir, limit=8)
+    assert (resumed.skipped, resumed.ran, resumed.failures) == (3, 5, {})
+    assert _trajectories(run_dir) == _trajectories(tmp_path / "local")
+
+
+def test_slow_server_times_out(dataset: Path, tmp_path: Path, servers: list) -> None:
+    server = Server(f"{AGENT_FILE}:DetectionAgent", "--arg", "sleep=1.0")
+    servers.append(server)
+    started = time.perf_counter()
+    summary = run_agent(server.url, dataset, "train", tmp_path, limit=2, step_timeout=0.3)
+    assert time.perf_counter() - started < 10
+    assert summary.failures == {"timeout": 2}
+    records = read_trajectories(tmp_path / "trajectories.jsonl")
+    assert all(r["status"] == "timeout" and "0.3 s" in r["reason"] for r in records)
+
+
+class _BadServer(http.server.BaseHTTPRequestHandler):
+    """Answers /info correctly and /reset, /act with whatever ``self.server.act_body`` is."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(self, body: bytes, length: int | None = None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        info = {"protocol": "condvln-agent", "version": 1, "name": "bad", "max_batch_size": 1}
+        self._send(orjson.dumps(info))
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        if self.path == "/reset":
+            self._send(b'{"ok": true}')
+        elif self.server.act_body == "silent":  # type: ignore[attr-defined]
+            time.sleep(3)
+        else:
+            self._send(self.server.act_body)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def bad_server() -> Iterator[http.server.ThreadingHTTPServer]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _BadServer)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"this is not json", "malformed response"),
+        (b'{"actions": [1, 1]}', "2 actions for 1 observations"),
+        (b'{"actions": "forward"}', "actions for 1 observations"),
+        (b'{"actions": [' + b"1, " * 400_000 + b"1]}", "exceeds the 1048576-byte limit"),
+    ],
+)
+def test_malformed_or_oversized_answers_are_agent_errors(
+    dataset: Path, tmp_path: Path, bad_server: http.server.HTTPServer, body: bytes, reason: str
+) -> None:
+    bad_server.act_body = body  # type: ignore[attr-defined]
+    url = f"http://127.0.0.1:{bad_server.server_address[1]}"
+    summary = run_agent(url, dataset, "train", tmp_path, limit=2)
+    assert summary.failures == {"agent_error": 2}
+    records = read_trajectories(tmp_path / "trajectories.jsonl")
+    assert all(reason in r["reason"] for r in records), records[0]["reason"]
+
+
+def test_non_action_answers_are_invalid_actions(
+    dataset: Path, tmp_path: Path, bad_server: http.server.HTTPServer
+) -> None:
+    bad_server.act_body = b'{"actions": [true]}'  # type: ignore[attr-defined]
+    url = f"http://127.0.0.1:{bad_server.server_address[1]}"
+    summary = run_agent(url, dataset, "train", tmp_path, limit=1)
+    assert summary.failures == {"invalid_action": 1}
+    (record,) = read_trajectories(tmp_path / "trajectories.jsonl")
+    assert "act returned True (bool)" in record["reason"]
+
+
+def test_client_read_and_connect_timeouts(bad_server: http.server.HTTPServer) -> None:
+    bad_server.act_body = "silent"  # type: ignore[attr-defined]
+    agent = RemoteAgent(f"http://127.0.0.1:{bad_server.server_address[1]}", read_timeout=0.3)
+    view = EpisodeView(1, "s", "go", 10, ObservationProtocol(), None, 0)
+    agent.reset(view)
+    started = time.perf_counter()
+    with pytest.raises(AgentTimeout, match=r"within 0\.3 s"):
+        agent.act({"step": 0})
+    assert time.perf_counter() - started < 2
+    # a listening socket whose accept queue is full: the handshake never completes
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    try:
+        for _ in range(4):
+            filler = socket.socket()
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+            fillers.append(filler)
+        time.sleep(0.2)
+        started = time.perf_counter()
+        with pytest.raises(ConfigError, match=r"agent server http://127\.0\.0\.1"):
+            RemoteAgent(f"http://127.0.0.1:{port}", connect_timeout=0.5)
+        assert time.perf_counter() - started < 5
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+
+
+def test_unreachable_server_is_one_line_config_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(ConfigError, match=f"agent server http://127.0.0.1:{port}: GET /info"):
+        RemoteAgent(f"http://127.0.0.1:{port}")
+
+
+def test_server_reports_agent_exceptions_and_keeps_serving(
+    dataset: Path, tmp_path: Path, servers: list
+) -> None:
+    first = _first_train_id(dataset)
+    server = Server(f"{AGENT_FILE}:DetectionAgent", "--arg", f"fail_episode={first}")
+    servers.append(server)
+    summary = run_agent(server.url, dataset, "train", tmp_path, limit=3)
+    assert summary.failures == {"agent_error": 1} and summary.ran == 3
+    records = {r["episode_id"]: r for r in read_trajectories(tmp_path / "trajectories.jsonl")}
+    assert "ValueError: boom at step 2" in records[first]["reason"]
+    assert records[first]["steps"] == 2
+
+
+def _first_train_id(dataset: Path) -> int:
+    return int(episode_specs(dataset, "train", "original", 1)[0].episode_id)
+
+
+def test_arrays_travel_as_base64_with_dtype_and_shape(servers: list) -> None:
+    rgb = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
+    depth = np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3, 1)
+    doc = orjson.loads(encode({"rgb": rgb, "depth": depth, "gps": np.array([1.5, -2.0])}))
+    assert doc["rgb"]["dtype"] == "|u1" and doc["rgb"]["shape"] == [2, 3, 3]
+    assert np.array_equal(decode_array(doc["rgb"]), rgb)
+    assert np.array_equal(decode_array(doc["depth"]), depth)
+    assert decode_array(doc["gps"]).dtype == np.float64
+    # the server decodes them into numpy arrays for the agent
+    server = Server(f"{Path(__file__).parent / 'data' / 'array_agent.py'}:ArrayAgent")
+    servers.append(server)
+    agent = RemoteAgent(server.url)
+    agent.reset(EpisodeView(1, "s", "go", 10, ObservationProtocol(), None, 0))
+    assert agent.act({"rgb": rgb, "depth": depth}) == int(rgb.sum() + 1000 * depth.sum())
+
+
+def test_server_stops_on_sigint(servers: list) -> None:
+    server = Server(f"{AGENT_FILE}:DetectionAgent")
+    server.proc.send_signal(signal.SIGINT)
+    assert server.proc.wait(10) == 0
+
+
+def _readme_agent(tmp_path: Path) -> Path:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = readme.split("<!-- example: my_agent.py -->\n```python\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "my_agent.py"
+    path.write_text(block)
+    return path
+
+
+def test_readme_agent_checks_and_serves(dataset: Path, tmp_path: Path, servers: list) -> None:
+    from condvln.agents.check import check_agent
+
+    path = _readme_agent(tmp_path)
+    checks = check_agent(f"{path}:MyAgent", dataset=dataset, agent_args={"patience": 40})
+    assert all(c.level == "ok" for c in checks), checks
+    python = str(PYTHON36) if PYTHON36.is_file() else sys.executable
+    server = Server(f"{path}:MyAgent", "--arg", "patience=40", python=python)
+    servers.append(server)
+    remote = {c.name: c.level for c in check_agent(server.url, dataset=dataset)}
+    assert remote["no labels"] == "skip" and "FAIL" not in remote.values()
+    run_agent(
+        f"{path}:MyAgent", dataset, "train", tmp_path / "a", limit=4, agent_args={"patience": 40}
+    )
+    run_agent(server.url, dataset, "train", tmp_path / "b", limit=4, step_timeout=10)
+    assert _trajectories(tmp_path / "a") == _trajectories(tmp_path / "b")

@@ -1,0 +1,112 @@
+"""Honest counts: requested vs produced episodes per split and category, warnings (issue #12)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from condvln.dataset.card import requested_vs_produced
+from condvln.dataset.generate import GenerateConfig, requested_episodes
+
+CATEGORIES = ("simple", "nested", "deep_nested", "chain", "long_chain", "nested_chain")
+
+
+def _record(category: str) -> tuple[dict[str, Any], None, None]:
+    return ({"info": {"condvln": {"category": category}}}, None, None)
+
+
+def test_requested_episodes_follow_the_scene_groups() -> None:
+    groups = {0: "seen", 1: "seen", 2: "seen", 3: "seen", 4: "val_unseen", 5: "test"}
+    config = GenerateConfig(per_scene=25, val_seen_share=0.1)
+    assert requested_episodes(groups, config) == {
+        "train": 90,
+        "val_seen": 10,
+        "val_unseen": 25,
+        "test": 25,
+    }
+
+
+def test_counts_and_warnings_from_hand_made_splits() -> None:
+    splits = {
+        "train": [_record(c) for c in CATEGORIES for _ in range(10)],  # 60 of 60
+        "val_seen": [_record("simple")] * 3,  # 3 of 12: five categories missing
+        "val_unseen": [_record(c) for c in CATEGORIES[:5] for _ in range(4)],  # 20 of 24
+    }
+    requested = {"train": 60, "val_seen": 12, "val_unseen": 24, "test": 0}
+    versus, warnings = requested_vs_produced(splits, requested, Counter(balancing=40))
+    train = versus["splits"]["train"]
+    assert (train["requested"], train["produced"]) == (60, 60)
+    assert train["categories"]["deep_nested"] == {"requested": 10, "produced": 10}
+    assert versus["splits"]["val_seen"]["categories"]["simple"] == {"requested": 2, "produced": 3}
+    assert versus["splits"]["val_seen"]["categories"]["nested_chain"] == {
+        "requested": 2,
+        "produced": 0,
+    }
+    assert versus["total"]["requested"] == 96 and versus["total"]["produced"] == 83
+    assert versus["total"]["categories"]["nested_chain"] == {"requested": 16, "produced": 10}
+    assert warnings == [
+        "split val_seen has no nested, deep_nested, chain, long_chain, nested_chain episodes",
+        "split val_seen kept 3 of 12 requested episodes",
+        "split val_unseen has no nested_chain episodes",
+        "split test is empty: no scene was assigned to it",
+    ]
+
+
+def test_too_few_survivors_warn_with_the_main_rejections() -> None:
+    splits = {"train": [_record("simple")] * 4}
+    _, warnings = requested_vs_produced(
+        splits, {"train": 30}, Counter(balancing=20, no_target=3, path_not_found=1, other=1)
+    )
+    assert warnings[-1] == (
+        "only 4 of 30 requested episodes were produced (rejections: balancing 20, no_target 3, "
+        "path_not_found 1); raise --scenes or --per-scene"
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory, cli) -> tuple[Path, Any]:
+    """The issue's example: ``generate --scenes 3 --per-scene 10`` in an 80-column terminal."""
+    out = tmp_path_factory.mktemp("counts") / "ds"
+    result = cli(
+        "generate", "--out", str(out), "--scenes", "3", "--per-scene", "10", "-j", "1", "-q",
+        columns=80,
+    )  # fmt: skip
+    return out, result
+
+
+def test_generate_prints_counts_and_warns_on_stderr(tiny: tuple[Path, Any]) -> None:
+    out, result = tiny
+    assert result.returncode == 0, result.stderr
+    stats = orjson.loads((out / "stats.json").read_bytes())
+    versus = stats["requested_vs_produced"]
+    assert versus["total"]["requested"] == 30
+    assert versus["total"]["produced"] == stats["episodes"] < 30  # a shortfall
+    assert {s: r["produced"] for s, r in versus["splits"].items() if r["produced"]} == {
+        s: n for s, n in stats["splits"].items() if n
+    }
+    assert sum(c["produced"] for c in versus["total"]["categories"].values()) == stats["episodes"]
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    all_row = next(line.split() for line in lines if line.strip().startswith("all"))
+    assert all_row[-1] == f"{stats['episodes']}/30"
+    warnings = result.stderr.strip().splitlines()
+    assert warnings == [f"condvln: warning: {w}" for w in stats["warnings"]]
+    shortfall = any(
+        w.startswith(f"only {stats['episodes']} of 30 requested") for w in stats["warnings"]
+    )
+    assert shortfall == (stats["episodes"] < 15)  # warned when less than half is produced
+    assert "split test is empty: no scene was assigned to it" in stats["warnings"]
+
+
+def test_the_card_carries_the_same_counts(tiny: tuple[Path, Any]) -> None:
+    out, _ = tiny
+    stats = orjson.loads((out / "stats.json").read_bytes())
+    card = (out / "README.md").read_text()
+    total = stats["requested_vs_produced"]["total"]
+    assert "| **all** | " in card and f"| {total['produced']} / 30 |" in card
+    for warning in stats["warnings"]:
+        assert f"- {warning}" in card
