@@ -116,6 +116,18 @@ def test_oracle_linear_reaches_every_goal_it_can_see(runs: dict, train_scorer: A
     assert not any(s.at_other for s in scores)
 
 
+def test_leaf_goals_lie_more_than_two_radii_apart(dataset: Path, train_scorer: Any) -> None:
+    """The project rule (README, labels): leaf goals > 2 × the success radius apart, geodesic,
+    so a stop can be within the radius of one leaf goal only."""
+    for ep in train_scorer.episodes.values():
+        labels = ep["info"]["condvln"]
+        nav = train_scorer.nav(ep["scene_id"])
+        goals = np.array([g["position"] for g in labels["branch_goals"]])
+        for i, goal in enumerate(goals[:-1]):
+            gaps = nav.distance_field(goal.tolist()).query(goals[i + 1 :])
+            assert np.all(gaps > 2 * labels["goal"]["radius"]), ep["episode_id"]
+
+
 def test_baselines_are_ordered(runs: dict, train_scorer: Any) -> None:
     rates = {name: _rates(records, train_scorer) for name, records in runs.items()}
     assert rates["random"]["sr"] <= 0.1

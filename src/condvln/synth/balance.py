@@ -236,7 +236,8 @@ def balance_report(instances: Sequence[Instance]) -> dict[str, Any]:
     Returns:
         ``{"buckets": {key: {"counts", "chi2", "p_value", "max_min_ratio", "nearest_rate"}},
         "constant_branch": {leaf: {"accuracy", "chance", "n"}}, "nearest_gold_rate",
-        "worst_ratio"}``; accuracy of an agent that always picks branch ``leaf`` (among
+        "worst_ratio"}``; ``worst_ratio`` is the largest max/min gold-leaf count ratio of a
+        balanced cell (:func:`cell_key`; the per-bucket rows also split by observability); accuracy of an agent that always picks branch ``leaf`` (among
         instances that have that branch) next to the chance level ``mean(1 / branches)``.
     """
     by_bucket: dict[str, list[Instance]] = defaultdict(list)
@@ -263,7 +264,14 @@ def balance_report(instances: Sequence[Instance]) -> dict[str, Any]:
             "n": len(eligible),
         }
     report_truths = truth_report(instances)
-    ratios = [b["max_min_ratio"] for b in buckets.values() if b["max_min_ratio"] is not None]
+    by_cell: dict[str, list[Instance]] = defaultdict(list)
+    for inst in instances:
+        by_cell[cell_key(inst)].append(inst)
+    ratios = []
+    for items in by_cell.values():
+        counts = [sum(i.gold_leaf == k for i in items) for k in range(items[0].n_leaves)]
+        if min(counts):
+            ratios.append(max(counts) / min(counts))
     return {
         "buckets": buckets,
         "constant_branch": constant,
