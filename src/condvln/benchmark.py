@@ -67,6 +67,8 @@ def benchmark_runs(noise: Mapping[str, float] = NOISE) -> tuple[RunSpec, ...]:
         RunSpec("random", "random"),
         RunSpec("goal_only", "goal_only"),
         RunSpec("condition_blind", "condition_blind"),
+        RunSpec("text_prior", "text_prior"),
+        RunSpec("commonsense_prior", "commonsense_prior"),
         RunSpec("neurosymbolic", "neurosymbolic"),
         RunSpec("neurosymbolic+noise", "neurosymbolic", dict(noise)),
         RunSpec("oracle_linear", "oracle_linear"),

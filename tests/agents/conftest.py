@@ -33,6 +33,9 @@ class Score:
     seeable: bool
     at_gold: bool
     at_other: bool
+    """Stopped by choice (before the step budget ran out) within the radius of a non-gold
+    leaf goal. A stop forced by the budget ends wherever the search was, so it may land near
+    any goal by chance: that is a failure to find the target, not a wrong choice."""
 
 
 class Scorer:
@@ -74,7 +77,8 @@ class Scorer:
         ends = [dist(positions[-1:], g["position"])[0] < radius for g in labels["branch_goals"]]
         gold = labels["leaf_index"]
         at_gold = bool(record["stop"]) and ends[gold]
-        at_other = bool(record["stop"]) and not at_gold and any(ends)
+        chose_stop = bool(record["stop"]) and record["steps"] < labels["step_budget"]
+        at_other = chose_stop and not at_gold and any(ends)
         return Score(success, bsa, csr, self._seeable(ep, nav), at_gold, at_other)
 
     @staticmethod

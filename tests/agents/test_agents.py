@@ -29,7 +29,13 @@ BASELINES = ("random", "condition_blind", "goal_only", "oracle_linear", "neurosy
 
 
 def test_agents_load_by_name_and_module_path() -> None:
-    assert set(AGENTS.names()) == {*BASELINES, "neurosymbolic_pixels", "neurosymbolic_pixels_noisy"}
+    assert set(AGENTS.names()) == {
+        *BASELINES,
+        "neurosymbolic_pixels",
+        "neurosymbolic_pixels_noisy",
+        "text_prior",
+        "commonsense_prior",
+    }
     assert isinstance(load_agent("condvln.agents.baselines:RandomAgent"), RandomAgent)
     assert load_agent("oracle_linear").instruction_source == "oracle"
     with pytest.raises(ConfigError, match="did you mean 'neurosymbolic'"):
@@ -115,6 +121,18 @@ def test_oracle_linear_reaches_every_goal_it_can_see(runs: dict, train_scorer: A
     assert all(s.success and s.csr == 1 and s.bsa == 1.0 for s in seeable)
     assert np.mean([s.success for s in scores]) >= 0.6
     assert not any(s.at_other for s in scores)
+
+
+def test_leaf_goals_lie_more_than_two_radii_apart(dataset: Path, train_scorer: Any) -> None:
+    """The project rule (README, labels): leaf goals > 2 × the success radius apart, geodesic,
+    so a stop can be within the radius of one leaf goal only."""
+    for ep in train_scorer.episodes.values():
+        labels = ep["info"]["condvln"]
+        nav = train_scorer.nav(ep["scene_id"])
+        goals = np.array([g["position"] for g in labels["branch_goals"]])
+        for i, goal in enumerate(goals[:-1]):
+            gaps = nav.distance_field(goal.tolist()).query(goals[i + 1 :])
+            assert np.all(gaps > 2 * labels["goal"]["radius"]), ep["episode_id"]
 
 
 def test_baselines_are_ordered(runs: dict, train_scorer: Any) -> None:

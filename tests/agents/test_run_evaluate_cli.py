@@ -20,8 +20,10 @@ def test_run_and_evaluate_manifests_carry_provenance(dataset: Path, tmp_path: Pa
     assert made["versions"]["scipy"] == scipy.__version__
     assert set(made["versions"]) == {"condvln", "python", "numpy", "numba", "scipy"}
     out = tmp_path / "eval"
+    trajectories = str(run / "trajectories.jsonl")
+    # ids 1 and 2 exist in every split of the fixture, so the split must be named
     result = cli(
-        "evaluate", str(dataset), str(run / "trajectories.jsonl"), "--out", str(out), columns=80
+        "evaluate", str(dataset), trajectories, "--split", "train", "--out", str(out), columns=80
     )
     assert result.returncode == 0, result.stderr
     assert max(map(len, result.stdout.splitlines())) <= 80 and "…" not in result.stdout
@@ -32,6 +34,6 @@ def test_run_and_evaluate_manifests_carry_provenance(dataset: Path, tmp_path: Pa
     assert "| trajectories |" in (out / "table2.md").read_text()  # full tables in the files
     scored = orjson.loads((out / "manifest.json").read_bytes())["provenance"]
     assert scored["command_line"] == (
-        f"condvln evaluate {dataset} {run / 'trajectories.jsonl'} --out {out}"
+        f"condvln evaluate {dataset} {trajectories} --split train --out {out}"
     )
     assert scored["git"] == made["git"]  # same checkout (or None for both)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from condvln.graph import build_scene_graph
 from condvln.program.ast import Go, Ref, iter_ifs
 from condvln.program.interpret import denote
 from condvln.program.parse import parse
@@ -22,6 +23,7 @@ from condvln.program.verify import verify_labels
 from condvln.scene.sources import load
 from condvln.synth.balance import balance, balance_report
 from condvln.synth.driver import synthesize
+from condvln.synth.groups import GroupStats, scene_group_counts
 from condvln.synth.pipeline import scene_seed
 from condvln.synth.sampler import COMPOSITIONS, OBSERVABILITIES, Instance
 from condvln.synth.shapes import SKELETONS
@@ -40,10 +42,18 @@ def _refs(instance: Instance) -> list[Ref]:
     return refs
 
 
-def _check_scene(args: tuple[str, str, int, int]) -> tuple[list[Instance], list[str], Counter]:
-    source, reference, index, quota = args
+def _group_counts(args: tuple[str, str, int, int]) -> Counter:
+    return scene_group_counts(build_scene_graph(load(args[0], args[1])))
+
+
+def _check_scene(
+    args: tuple[str, str, int, int, GroupStats],
+) -> tuple[list[Instance], list[str], Counter]:
+    source, reference, index, quota, groups = args
     scene = load(source, reference)
-    result = synthesize(scene, seed=scene_seed(0, index), quota=quota, leaf_offset=index)
+    result = synthesize(
+        scene, seed=scene_seed(0, index), quota=quota, leaf_offset=index, groups=groups
+    )
     problems = []
     rng = np.random.default_rng(index)
     for inst in result.instances:
@@ -70,6 +80,8 @@ def sampled(fixtures_dir: Path) -> tuple[list[Instance], list[str], Counter]:
     tasks += [("procthor", str(h), HOUSES + k, 24) for k, h in enumerate(houses)]
     instances, problems, rejections = [], [], Counter()
     with ProcessPoolExecutor(max_workers=2) as pool:
+        groups = GroupStats.total(pool.map(_group_counts, tasks, chunksize=16))
+        tasks = [(*task, groups) for task in tasks]
         for found, bad, rejected in pool.map(_check_scene, tasks, chunksize=8):
             instances += found
             problems += bad
@@ -101,6 +113,9 @@ def test_balanced_buckets_and_a_constant_branch_scores_chance(sampled) -> None:
     for leaf, row in report["constant_branch"].items():
         assert abs(row["accuracy"] - row["chance"]) <= 0.02, leaf
     assert abs(report["nearest_gold_rate"] - report["nearest_gold_chance"]) <= 0.05
+    assert all(g["majority_share"] <= 0.6 for g in report["most_skewed"])
+    for kind, row in report["truth_types"].items():
+        assert abs(row["true_share"] - 0.5) <= 0.03, kind
 
 
 def test_rejections_are_counted_by_reason(sampled) -> None:

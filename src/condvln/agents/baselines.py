@@ -12,6 +12,8 @@
   predicate on what it saw), then follows the chosen branch. The non-oracle counterpart of the
   oracle.
 
+The blind ``text_prior`` and ``commonsense_prior`` agents live in :mod:`condvln.agents.blind`.
+
 All but ``random`` navigate with the map planner and find objects only by seeing them
 (:mod:`condvln.agents.skills`).
 """
@@ -146,7 +148,11 @@ class NeurosymbolicAgent(SkillAgent):
 
 
 def _register() -> None:
+    from condvln.agents.blind import CommonsensePriorAgent, TextPriorAgent
+
     for name, factory in (
+        ("text_prior", TextPriorAgent),
+        ("commonsense_prior", CommonsensePriorAgent),
         ("random", RandomAgent),
         ("condition_blind", ConditionBlindAgent),
         ("goal_only", GoalOnlyAgent),

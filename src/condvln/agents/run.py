@@ -66,6 +66,7 @@ from condvln.agents.base import (
     is_remote,
     load_agent,
 )
+from condvln.agents.blind import prepare
 from condvln.dataset.schema import load_checked_split
 from condvln.dataset.vlnce import load_scene_index, scene_json_path, split_path
 from condvln.errors import CondVLNError, ConfigError, FormatError, ValidationError
@@ -338,6 +339,7 @@ class EpisodeWorker:
     def __init__(self, config: WorkerConfig, agent: Any = None) -> None:
         self.config = config
         self.agent = agent if agent is not None else load_agent(config.agent, config.agent_args)
+        prepare(self.agent, config.dataset_dir)
         self.batched = is_batched(self.agent)
         self.batch_size = config.batch_size if self.batched else 1
         self._navigators: dict[str, GridNavigator] = {}

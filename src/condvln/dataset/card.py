@@ -189,7 +189,8 @@ def dataset_card(stats: dict[str, Any]) -> str:
     balance = stats["branch_balance"]
     parts.append(
         "## Branch balance\n\n"
-        f"Worst max/min gold-leaf ratio in a bucket: {balance['worst_ratio']}. "
+        "Worst max/min gold-leaf ratio in a text-visible bucket (category × composition × "
+        f"horizon): {balance['worst_ratio']}. "
         f"Gold goal is the nearest branch goal in {100 * balance['nearest_gold_rate']:.1f}% of "
         f"episodes (chance {100 * balance['nearest_gold_chance']:.1f}%).\n"
     )

@@ -228,6 +228,7 @@ def _generate(
     progress: Callable[[str, int], Callable[[], None]] | None,
 ) -> dict[str, Any]:
     tick = progress or (lambda label, total: lambda: None)
+    groups = _assign_splits(len(specs), config)  # balance within each split group
     synth = run_synthesis(
         specs,
         seed=config.seed,
@@ -237,6 +238,7 @@ def _generate(
         relation_config=config.relations,
         radii=(config.multi_room_radius, config.single_room_radius),
         on_scene_done=tick("sampling", len(specs)),
+        strata=[groups[i] for i in range(len(specs))],
     )
     _require_distinct_ids(specs, synth.scene_ids)
     by_scene: dict[str, list[Instance]] = defaultdict(list)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from condvln.synth.priors import group_of, group_text
 from condvln.synth.sampler import Instance
 
 
@@ -34,22 +35,193 @@ def _pick(group: list[Instance], quota: int, n_leaves: int) -> list[Instance]:
     return take
 
 
-def balance(instances: Sequence[Instance], seed: int) -> list[Instance]:
-    """Subsample ``instances`` so every bucket has equal gold-leaf counts (order preserved)."""
-    rng = np.random.default_rng(seed)
-    position = {id(inst): i for i, inst in enumerate(instances)}
+TRUTH_SLACK = 0.1
+"""Per group of ``n ≥ MIN_GROUP`` uses, ``|true − false| ≤ max(2, TRUTH_SLACK × n)`` (majority
+share ≤ 0.6 from 10 uses on, ≤ 0.55 from 20 on)."""
+
+GLOBAL_SLACK = 0.18
+"""Over the whole run, a group used ``n ≥ 10`` times keeps ``|true − false| ≤ GLOBAL_SLACK × n``
+(majority share ≤ 0.59)."""
+
+MIN_GROUP = 5
+"""Groups used fewer times are left alone (their type's pooled balance still holds)."""
+
+POOLED_SLACK = 0.02
+"""Per condition type (pooled over groups), ``|true − false| ≤ max(2, POOLED_SLACK × n)``."""
+
+
+def _truth_keys(inst: Instance) -> list[tuple[tuple[str, ...], bool]]:
+    """The balance keys of the conditions the gold path evaluates, each with its truth: the
+    group, the group within the instance's Table-1 category (the text shows the category, so a
+    group must not lean one way there), and the pooled condition type."""
+    keys: list[tuple[tuple[str, ...], bool]] = []
+    for condition, truth in inst.resolution.condition_truths:
+        group = group_of(condition)
+        keys += [(group, truth), (("@" + inst.bucket.category, *group), truth)]
+        keys += [(("*", group[0]), truth)]
+    return keys
+
+
+def _allowed(key: tuple[str, ...], n: int) -> float:
+    """Largest ``|true − false|`` tolerated for a balance key used ``n`` times.
+
+    Pooled types: :data:`POOLED_SLACK`. Groups within a stratum: :data:`TRUTH_SLACK` from
+    :data:`MIN_GROUP` uses on. Groups over the whole run (keys without a stratum): only the
+    guarantee, majority share ≤ 0.6 from 10 uses on — binding them tighter would push the
+    strata's leans apart, so a prior learned on train would be wrong on purpose elsewhere.
+    """
+    if "*" in key[:2]:
+        return max(2.0, POOLED_SLACK * n)
+    if key[0].startswith(STRATUM):
+        return float(n) if n < MIN_GROUP else max(2.0, TRUTH_SLACK * n)
+    return float(n) if n < 10 else GLOBAL_SLACK * n
+
+
+STRATUM = "#"
+"""Prefix of a stratum label inside a balance key."""
+
+TruthCounts = Counter[tuple[tuple[str, ...], bool]]
+
+
+def _excess(counts: TruthCounts, key: tuple[str, ...], truth: bool) -> float:
+    """How far ``truth`` outnumbers the other truth of ``key`` beyond the slack (≤ 0: fine)."""
+    n = counts[key, True] + counts[key, False]
+    return counts[key, truth] - counts[key, not truth] - _allowed(key, n)
+
+
+def _badness(counts: TruthCounts, keys: list[tuple[tuple[str, ...], bool]]) -> float:
+    """How much an instance with these keys contributes to skew beyond the slack."""
+    return sum(max(0.0, _excess(counts, k, t)) for k, t in keys)
+
+
+def cell_key(inst: Instance) -> str:
+    """The part of an instance's bucket its text shows: category, composition, horizon
+    (evidence observability depends on the start position, not on the words)."""
+    b = inst.bucket
+    return f"{b.category}/{b.composition}/h{b.horizon}"
+
+
+def _leaf_balance(items: list[Instance], rng: np.random.Generator) -> list[Instance]:
+    """Equal gold-leaf counts per bucket (the smallest count).
+
+    Within each (bucket, leaf) the instances kept are those adding least to truth skew, then
+    members of counterfactual pairs, in random order otherwise; the share whose gold goal is
+    the nearest leaf goal is steered to ``1 / branches``.
+    """
+    counts: TruthCounts = Counter()
+    keys = {id(i): _truth_keys(i) for i in items}
+    for item_keys in keys.values():
+        counts.update(item_keys)
     by_bucket: dict[str, list[Instance]] = defaultdict(list)
-    for inst in instances:
-        by_bucket[inst.bucket.key].append(inst)
+    for inst in items:
+        by_bucket[cell_key(inst)].append(inst)
     chosen: list[Instance] = []
     for key in sorted(by_bucket):
-        items = by_bucket[key]
-        n_leaves = items[0].n_leaves
-        groups = [[i for i in items if i.gold_leaf == leaf] for leaf in range(n_leaves)]
+        group_items = by_bucket[key]
+        n_leaves = group_items[0].n_leaves
+        groups = [[i for i in group_items if i.gold_leaf == leaf] for leaf in range(n_leaves)]
         quota = min(len(g) for g in groups)
         for group in groups:
             shuffled = [group[j] for j in rng.permutation(len(group))]
+            shuffled.sort(key=lambda i: _badness(counts, keys[id(i)]))
             chosen.extend(_pick(shuffled, quota, n_leaves))
+    return chosen
+
+
+def _trim_rows(
+    items: list[Instance], labels: list[str], rng: np.random.Generator
+) -> list[Instance]:
+    """Drop whole rows (one instance of every gold leaf of a cell and stratum) while that
+    reduces truth skew, counted per stratum and over all strata.
+
+    The worst instances (largest :func:`_badness`) seed the rows; each other leaf of the
+    cell gives up its own worst instance. Leaf balance is kept exactly.
+    """
+    counts: TruthCounts = Counter()
+    keys = [
+        [((STRATUM + labels[j], *k), t) for k, t in _truth_keys(i)]
+        + [(k, t) for k, t in _truth_keys(i) if k[0][0] != "@"]
+        for j, i in enumerate(items)
+    ]
+    for item_keys in keys:
+        counts.update(item_keys)
+    cells: dict[tuple[str, int], list[int]] = defaultdict(list)  # (stratum|cell, leaf)
+    for j, inst in enumerate(items):
+        cells[f"{labels[j]}|{cell_key(inst)}", inst.gold_leaf].append(j)
+    removed: set[int] = set()
+    ties = rng.random(len(items))
+    near = [float(i.gold_is_nearest) - 1.0 / i.n_leaves for i in items]
+    nearest_excess: Counter[str] = Counter()  # per stratum: "gold is nearest" above chance
+    sizes = Counter(labels)
+    for j, value in enumerate(near):
+        nearest_excess[labels[j]] += value
+    seeds = sorted(range(len(items)), key=lambda j: (-_badness(counts, keys[j]), ties[j]))
+    for j in seeds:
+        if j in removed or _badness(counts, keys[j]) <= 0.0:
+            continue
+        inst = items[j]
+        row = [j]
+        for leaf in range(inst.n_leaves):
+            if leaf == inst.gold_leaf:
+                continue
+            members = [m for m in cells[f"{labels[j]}|{cell_key(inst)}", leaf] if m not in removed]
+            if not members:
+                break
+            row.append(
+                max(
+                    members,
+                    key=lambda m: (
+                        _badness(counts, keys[m]),
+                        near[m] * nearest_excess[labels[j]],
+                        ties[m],
+                    ),
+                )
+            )
+        if len(row) < inst.n_leaves:
+            continue
+        shifted = nearest_excess[labels[j]] - sum(near[m] for m in row)
+        limit = max(2.0, 0.01 * sizes[labels[j]])
+        if abs(shifted) > limit and abs(shifted) > abs(nearest_excess[labels[j]]):
+            continue  # would make "the gold goal is the nearest" a shortcut
+        touched = {k for m in row for k, _ in keys[m]}
+        before = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
+        for m in row:
+            counts.subtract(keys[m])
+        after = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
+        if after < before:
+            removed.update(row)
+            sizes[labels[j]] -= len(row)
+            nearest_excess[labels[j]] = shifted
+        else:
+            for m in row:
+                counts.update(keys[m])
+    return [inst for j, inst in enumerate(items) if j not in removed]
+
+
+def balance(
+    instances: Sequence[Instance], seed: int, strata: Sequence[str] | None = None
+) -> list[Instance]:
+    """Subsample ``instances``: equal gold-leaf counts per cell, truths balanced per group.
+
+    Gold leaves are balanced exactly per :func:`cell_key` — within every stratum when
+    ``strata`` gives one label per instance (e.g. the split group of its scene); truths of the
+    gold paths' conditions are balanced per condition group and per condition type over the
+    whole run (slack :data:`TRUTH_SLACK`, :data:`POOLED_SLACK`). The order of ``instances`` is
+    preserved.
+    """
+    rng = np.random.default_rng(seed)
+    position = {id(inst): i for i, inst in enumerate(instances)}
+    labels = list(strata) if strata is not None else [""] * len(instances)
+    by_stratum: dict[str, list[Instance]] = defaultdict(list)
+    for inst, label in zip(instances, labels, strict=True):
+        by_stratum[label].append(inst)
+    chosen: list[Instance] = []
+    chosen_labels: list[str] = []
+    for label in sorted(by_stratum):
+        kept = _leaf_balance(by_stratum[label], rng)
+        chosen += kept
+        chosen_labels += [label] * len(kept)
+    chosen = _trim_rows(chosen, chosen_labels, rng)
     chosen.sort(key=lambda inst: position[id(inst)])
     members = Counter(i.pair_id for i in chosen if i.pair_id is not None)
     return [
@@ -64,7 +236,8 @@ def balance_report(instances: Sequence[Instance]) -> dict[str, Any]:
     Returns:
         ``{"buckets": {key: {"counts", "chi2", "p_value", "max_min_ratio", "nearest_rate"}},
         "constant_branch": {leaf: {"accuracy", "chance", "n"}}, "nearest_gold_rate",
-        "worst_ratio"}``; accuracy of an agent that always picks branch ``leaf`` (among
+        "worst_ratio"}``; ``worst_ratio`` is the largest max/min gold-leaf count ratio of a
+        balanced cell (:func:`cell_key`; the per-bucket rows also split by observability); accuracy of an agent that always picks branch ``leaf`` (among
         instances that have that branch) next to the chance level ``mean(1 / branches)``.
     """
     by_bucket: dict[str, list[Instance]] = defaultdict(list)
@@ -90,7 +263,15 @@ def balance_report(instances: Sequence[Instance]) -> dict[str, Any]:
             "chance": float(np.mean([1.0 / i.n_leaves for i in eligible])),
             "n": len(eligible),
         }
-    ratios = [b["max_min_ratio"] for b in buckets.values() if b["max_min_ratio"] is not None]
+    report_truths = truth_report(instances)
+    by_cell: dict[str, list[Instance]] = defaultdict(list)
+    for inst in instances:
+        by_cell[cell_key(inst)].append(inst)
+    ratios = []
+    for items in by_cell.values():
+        counts = [sum(i.gold_leaf == k for i in items) for k in range(items[0].n_leaves)]
+        if min(counts):
+            ratios.append(max(counts) / min(counts))
     return {
         "buckets": buckets,
         "constant_branch": constant,
@@ -101,4 +282,67 @@ def balance_report(instances: Sequence[Instance]) -> dict[str, Any]:
         if instances
         else 0.0,
         "worst_ratio": max(ratios, default=None),
+        **report_truths,
+        "room_shortcuts": room_report(instances),
     }
+
+
+def truth_report(instances: Sequence[Instance], top: int = 10) -> dict[str, Any]:
+    """Truth counts of the gold paths' conditions per group and per condition type.
+
+    Returns:
+        ``{"truth_groups": {"type: subject / target": [true, false]}, "truth_types": {type:
+        {"true", "false", "true_share"}}, "most_skewed": [{"group", "true", "false",
+        "majority_share"}, ...]}``; the most skewed groups are those used ≥ 10 times with the
+        largest majority share.
+    """
+    counts: Counter[tuple[tuple[str, ...], bool]] = Counter()
+    for inst in instances:
+        counts.update(_truth_keys(inst))
+    keys = sorted({k for k, _ in counts})
+    groups = {k: (counts[k, True], counts[k, False]) for k in keys if k[0][0] not in "*@"}
+    types = {
+        k[1]: {
+            "true": counts[k, True],
+            "false": counts[k, False],
+            "true_share": counts[k, True] / (counts[k, True] + counts[k, False]),
+        }
+        for k in keys
+        if k[0] == "*"
+    }
+    used = [(k, t, f) for k, (t, f) in groups.items() if t + f >= 10]
+    used.sort(key=lambda x: (-max(x[1], x[2]) / (x[1] + x[2]), x[0]))
+    return {
+        "truth_groups": {group_text(k): [t, f] for k, (t, f) in groups.items()},  # type: ignore[arg-type]
+        "truth_types": types,
+        "most_skewed": [
+            {"group": group_text(k), "true": t, "false": f, "majority_share": max(t, f) / (t + f)}  # type: ignore[arg-type]
+            for k, t, f in used[:top]
+        ],
+    }
+
+
+def room_report(instances: Sequence[Instance]) -> dict[str, dict[str, float]]:
+    """Per composition: how often the gold goal vs the other leaf goals lie in the condition's
+    room and in the start room (equal rates mean the rooms reveal nothing)."""
+    out = {}
+    for composition in sorted({i.bucket.composition for i in instances}):
+        items = [i for i in instances if i.bucket.composition == composition and i.leaf_rooms]
+        if not items:
+            continue
+        rows = {}
+        for name, room_of in (
+            ("condition_room", lambda i: i.reference_room),
+            ("start_room", lambda i: i.start_room),
+        ):
+            gold = [i.leaf_rooms[i.gold_leaf] == room_of(i) for i in items]
+            other = [
+                r == room_of(i)
+                for i in items
+                for k, r in enumerate(i.leaf_rooms)
+                if k != i.gold_leaf
+            ]
+            rows[f"gold_in_{name}"] = float(np.mean(gold))
+            rows[f"other_in_{name}"] = float(np.mean(other))
+        out[composition] = rows
+    return out

@@ -15,6 +15,7 @@ import numpy as np
 from condvln.graph import RelationConfig, SceneGraph, build_scene_graph
 from condvln.nav import GridConfig, GridNavigator
 from condvln.scene.model import Scene
+from condvln.synth.groups import GroupStats
 from condvln.synth.sampler import (
     Bucket,
     Instance,
@@ -55,6 +56,7 @@ def synthesize(
     radius: float | None = None,
     relation_config: RelationConfig | None = None,
     buckets: list[Bucket] | None = None,
+    groups: GroupStats | None = None,
 ) -> SceneSynthesis:
     """Sample ``quota`` instances (plus minimal-pair siblings) from ``scene``.
 
@@ -67,11 +69,13 @@ def synthesize(
         radius: Success radius (default: by room count, :func:`success_radius`).
         relation_config: Predicate thresholds (default config when omitted).
         buckets: Restrict sampling to these buckets (all of them by default).
+        groups: Condition-group truth counts of the run's scenes (:mod:`condvln.synth.groups`);
+            ``None`` asks any group, unweighted.
     """
     rng = np.random.default_rng(seed)
     graph = build_scene_graph(scene, relation_config)
     nav = GridNavigator(scene, config=GENERATION_GRID)
-    ctx = SceneContext(graph, nav)
+    ctx = SceneContext(graph, nav, groups)
     radius = success_radius(scene) if radius is None else radius
     settings = SamplerSettings(success_radius=radius)
     found, rejections = synthesize_scene(

@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 
 from condvln.errors import ConfigError
-from condvln.graph import RelationConfig
+from condvln.graph import RelationConfig, build_scene_graph
 from condvln.io import check_regular_file
 from condvln.parallel.executors import Executor, ordered_map
 from condvln.scene.sources import SOURCES, load
 from condvln.synth.balance import balance, balance_report
 from condvln.synth.driver import success_radius, synthesize
+from condvln.synth.groups import GroupStats, scene_group_counts
 from condvln.synth.sampler import Instance
 
 
@@ -51,6 +52,10 @@ class SynthesisResult:
     rejections: Counter[str]
     report: dict[str, Any]
     scene_ids: list[str]
+
+
+MIN_SCENES_FOR_GROUPS = 10
+"""Fewest scenes from which group truth rates are estimated."""
 
 
 def scene_seed(seed: int, index: int) -> int:
@@ -120,19 +125,35 @@ def read_bytes_raw(path: Path) -> bytes:
     return path.read_bytes()
 
 
+def _group_counts(args: tuple[SceneSpec, RelationConfig | None]) -> Counter:
+    spec, relations = args
+    return scene_group_counts(build_scene_graph(spec.load(), relations))
+
+
 def _synthesize_one(
-    args: tuple[SceneSpec, int, int, int, float, RelationConfig | None, tuple[float, float]],
+    args: tuple[
+        SceneSpec,
+        int,
+        int,
+        int,
+        int,
+        float,
+        RelationConfig | None,
+        tuple[float, float],
+        GroupStats | None,
+    ],
 ) -> tuple[str, list[Instance], Counter]:
-    spec, seed, index, quota, share, relations, radii = args
+    spec, seed, index, offset, quota, share, relations, radii, groups = args
     scene = spec.load()
     result = synthesize(
         scene,
         seed=scene_seed(seed, index),
         quota=quota,
-        leaf_offset=index,
+        leaf_offset=offset,
         counterfactual_share=share,
         radius=success_radius(scene, *radii),
         relation_config=relations,
+        groups=groups,
     )
     return scene.id, result.instances, result.rejections
 
@@ -152,24 +173,49 @@ def run_synthesis(
     relation_config: RelationConfig | None = None,
     radii: tuple[float, float] = (1.0, 0.5),
     on_scene_done: Callable[[], None] | None = None,
+    strata: Sequence[str] | None = None,
 ) -> SynthesisResult:
-    """Sample ``per_scene`` instances in every scene, then balance them globally.
+    """Sample ``per_scene`` instances in every scene, then balance them.
 
-    ``radii`` are the success radii of multi-room and single-room scenes (leaf goals are
-    sampled more than twice the radius apart). ``workers`` is a process count or an :class:`~condvln.parallel.Executor` (one task per
-    scene).
+    A first pass counts how often every condition group is true across the scenes
+    (:class:`~condvln.synth.groups.GroupStats`), so the sampler asks only groups whose truth
+    varies (with fewer than :data:`MIN_SCENES_FOR_GROUPS` scenes there is no distribution to
+    speak of: any group is asked, and only balancing evens the truths). ``strata`` (one label
+    per scene, e.g. its split group) makes balancing hold within each stratum, not only over
+    the whole run. ``radii`` are the success radii of multi-room and single-room scenes (leaf
+    goals are sampled more than twice the radius apart). ``workers`` is a process count or an
+    :class:`~condvln.parallel.Executor` (one task per scene).
     """
+    groups = (
+        GroupStats.total(
+            ordered_map(_group_counts, [(spec, relation_config) for spec in scenes], workers)
+        )
+        if len(scenes) >= MIN_SCENES_FOR_GROUPS
+        else None
+    )
+    labels = list(strata) if strata is not None else [""] * len(scenes)
+    rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaves rotate per stratum
     tasks = [
-        (spec, seed, i, per_scene, counterfactual_share, relation_config, radii)
+        (spec, seed, i, rank[i], per_scene, counterfactual_share, relation_config, radii, groups)
         for i, spec in enumerate(scenes)
     ]
     gathered: list[Instance] = []
     scene_ids: list[str] = []
     rejections: Counter[str] = Counter()
-    for scene_id, found, rejected in ordered_map(_synthesize_one, tasks, workers, on_scene_done):
+    stratum_of: dict[str, str] = {}
+    for index, (scene_id, found, rejected) in enumerate(
+        ordered_map(_synthesize_one, tasks, workers, on_scene_done)
+    ):
         scene_ids.append(scene_id)
+        stratum_of[scene_id] = labels[index]
         gathered.extend(found)
         rejections.update(rejected)
-    kept = balance(gathered, seed)
+    kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered])
     rejections["balancing"] += len(gathered) - len(kept)
-    return SynthesisResult(kept, len(gathered), rejections, balance_report(kept), scene_ids)
+    report = balance_report(kept)
+    report["group_scan"] = (
+        {"groups": len(groups.counts), "usable": groups.n_usable()}
+        if groups is not None
+        else {"skipped": f"fewer than {MIN_SCENES_FOR_GROUPS} scenes"}
+    )
+    return SynthesisResult(kept, len(gathered), rejections, report, scene_ids)

