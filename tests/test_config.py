@@ -127,7 +127,7 @@ def test_documented_tunables_are_keys() -> None:
             GenerateConfig,
             "per_scene=0",
             "config: per_scene=0: Input should be greater than or equal to 1 "
-            "(allowed: an integer ≥ 1)",
+            "(allowed: an integer ≥ 1 and ≤ 10000)",
         ),
         (
             GenerateConfig,

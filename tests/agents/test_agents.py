@@ -128,7 +128,7 @@ def test_leaf_goals_lie_more_than_two_radii_apart(dataset: Path, train_scorer: A
     so a stop can be within the radius of one leaf goal only."""
     for ep in train_scorer.episodes.values():
         labels = ep["info"]["condvln"]
-        nav = train_scorer.nav(ep["scene_id"])
+        nav = train_scorer.nav(labels["scene_file"])
         goals = np.array([g["position"] for g in labels["branch_goals"]])
         for i, goal in enumerate(goals[:-1]):
             gaps = nav.distance_field(goal.tolist()).query(goals[i + 1 :])

@@ -100,7 +100,8 @@ def test_bakes_one_navmesh_per_scene_and_remeasures_every_episode(
     assert sorted(report.navmeshes) == sorted(s.replace(".glb", ".navmesh") for s in used)
     assert all((dataset / n).read_bytes() == b"stand-in navmesh" for n in report.navmeshes)
     assert len(report.differences) == len(episodes) and not report.unreachable
-    # the stand-in is our own navigator (at the default grid, not generation's): ~equal
-    assert max(abs(d) for d in report.differences) < 0.01
+    # the stand-in is our own navigator (at the default grid, not generation's): equal to a
+    # few grid cells
+    assert max(abs(d) for d in report.differences) < 0.05
     written = orjson.loads((dataset / REPORT_FILE).read_bytes())
     assert written["episodes_measured"] == len(episodes)

@@ -153,7 +153,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
 
     root = tmp_path_factory.mktemp("hostile-base")
     full = root / "full"
-    generate_dataset(GenerateConfig(scenes=8, per_scene=30, seed=0), full, workers=1)
+    generate_dataset(GenerateConfig(scenes=10, per_scene=30, seed=0), full, workers=1)
     _only(full, root / "vu", "val_unseen")
     _only(full, root / "test", "test")
     episode = read_gz(split_path(root / "vu", "val_unseen"))["episodes"][0]
