@@ -70,7 +70,7 @@ def test_two_files_with_one_scene_id_are_refused(inputs: Path, tmp_path: Path) -
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("identity") / "ds"
-    generate_dataset(GenerateConfig(scenes=8, per_scene=30, seed=0), out, workers=1)
+    generate_dataset(GenerateConfig(scenes=10, per_scene=30, seed=0), out, workers=1)
     return out
 
 
