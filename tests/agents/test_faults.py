@@ -133,18 +133,23 @@ def test_one_agent_per_worker_for_the_whole_run(dataset: Path, tmp_path: Path) -
     assert len(set(constructed)) == len(constructed) and set(resets) <= set(constructed)
 
 
+def _second_of_a_scene(dataset: Path, n: int) -> int:
+    """An episode that runs after another one of its scene, in the same task of the same worker."""
+    specs = sorted(
+        episode_specs(dataset, "train", "original", n), key=lambda s: (s.scene_id, s.episode_id)
+    )
+    pairs = zip(specs, specs[1:], strict=False)
+    return max(int(b.episode_id) for a, b in pairs if a.scene_id == b.scene_id)
+
+
 def test_dead_worker_loses_no_finished_episode(dataset: Path, tmp_path: Path) -> None:
     kill = tmp_path / "kill-now"
+    args = {"kill_file": str(kill), "kill_episode": _second_of_a_scene(dataset, 16)}
     clean = tmp_path / "clean"
-    run_agent(AGENT, dataset, "train", clean, limit=16, agent_args={"kill_file": str(kill)})
+    run_agent(AGENT, dataset, "train", clean, limit=16, agent_args=args)
     run_dir = tmp_path / "run"
     progress: list[int] = []
-
-    def kill_later(done: int, total: int) -> None:
-        progress.append(done)
-        if done == 5:
-            kill.touch()
-
+    kill.touch()  # the worker dies when it reaches that episode, whatever the timing
     with pytest.raises(ConfigError, match="a worker process died"):
         run_agent(
             AGENT,
@@ -153,14 +158,13 @@ def test_dead_worker_loses_no_finished_episode(dataset: Path, tmp_path: Path) ->
             run_dir,
             limit=16,
             workers=2,
-            agent_args={"kill_file": str(kill)},
-            progress=kill_later,
+            agent_args=args,
+            progress=lambda done, total: progress.append(done),
         )
+    assert not kill.exists()
     kept = _records(run_dir)
-    assert len(kept) >= 5 and len(kept) == progress[-1] < 16
-    resumed = run_agent(
-        AGENT, dataset, "train", run_dir, limit=16, workers=2, agent_args={"kill_file": str(kill)}
-    )
+    assert 1 <= len(kept) == progress[-1] < 16
+    resumed = run_agent(AGENT, dataset, "train", run_dir, limit=16, workers=2, agent_args=args)
     assert resumed.skipped == len(kept) and resumed.ran == 16 - len(kept)
     assert _paths(run_dir) == _paths(clean)
 

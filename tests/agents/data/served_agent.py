@@ -18,6 +18,7 @@ class DetectionAgent(object):
         bad_action: Return this value instead of an action in every episode.
         exit_episode: Raise ``SystemExit`` in ``act`` of this episode id.
         kill_file: When this file exists, delete it and kill the process in ``act``.
+        kill_episode: Only kill (see ``kill_file``) in this episode id; None: in any episode.
         log_file: Append ``construct <pid>`` here when constructed, ``reset <pid>`` per reset.
     """
 
@@ -32,6 +33,7 @@ class DetectionAgent(object):
         exit_episode=None,
         kill_file=None,
         log_file=None,
+        kill_episode=None,
     ):
         self.sleep = sleep
         self.max_steps = max_steps
@@ -39,6 +41,7 @@ class DetectionAgent(object):
         self.bad_action = bad_action
         self.exit_episode = exit_episode
         self.kill_file = kill_file
+        self.kill_episode = kill_episode
         self.log_file = log_file
         self._log("construct")
 
@@ -46,6 +49,11 @@ class DetectionAgent(object):
         if self.log_file:
             with open(self.log_file, "a") as fh:
                 fh.write("{} {}\n".format(event, os.getpid()))
+
+    def _kill_now(self):
+        if self.kill_episode is not None and self.episode_id != self.kill_episode:
+            return False
+        return bool(self.kill_file) and os.path.exists(self.kill_file)
 
     def reset(self, episode):
         self._log("reset")
@@ -56,7 +64,7 @@ class DetectionAgent(object):
     def act(self, observation):
         if self.sleep:
             time.sleep(self.sleep)
-        if self.kill_file and os.path.exists(self.kill_file):
+        if self._kill_now():
             os.remove(self.kill_file)
             os._exit(3)
         if self.episode_id == self.fail_episode and observation.step == 2:
