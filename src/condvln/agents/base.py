@@ -175,15 +175,30 @@ def load_agent(name: str, args: Mapping[str, Any] | None = None) -> Agent:
         args: Keyword arguments of the constructor.
 
     Raises:
-        ConfigError: The agent cannot be loaded or its constructor rejects the arguments.
+        ConfigError: The agent cannot be loaded, its constructor rejects the arguments
+            (``TypeError``), or what it builds has no ``reset`` and ``act`` / ``act_batch``.
     """
     factory = agent_factory(name)
     try:
-        return factory(**dict(args or {}))
+        agent = factory(**dict(args or {}))
     except TypeError as exc:
         if args:
             raise ConfigError(f"agent {name!r} rejects its arguments: {exc}") from None
-        raise
+        raise ConfigError(
+            f"agent {name!r} cannot be constructed without arguments: {exc}"
+        ) from None
+    if not is_remote(name) and not _has_agent_methods(agent):
+        raise ConfigError(
+            f"agent {name!r} is not an agent: it built a {type(agent).__name__}, which has no "
+            "reset(episode) and act(observation) / act_batch(observations, episode_ids)"
+        )
+    return agent
+
+
+def _has_agent_methods(agent: Any) -> bool:
+    """Whether ``agent`` has a callable ``reset`` and a callable ``act`` or ``act_batch``."""
+    acts = callable(getattr(agent, "act", None)) or callable(getattr(agent, "act_batch", None))
+    return callable(getattr(agent, "reset", None)) and acts
 
 
 def parse_agent_args(items: Iterable[str]) -> dict[str, Any]:
