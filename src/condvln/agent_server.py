@@ -14,14 +14,22 @@ receives plain data: ``episode`` and ``observation`` are dictionaries that also 
 access (``observation.detections[0].category`` == ``observation["detections"][0]["category"]``);
 arrays arrive as numpy arrays when numpy is installed (else as ``EncodedArray``).
 
+``observation`` is CondVLN's observation (``instruction``, ``step``, ``position``, ``heading``,
+``room_type``, ``detections``, ``collided``, ``images``) unless the agent declares
+``observation_format = "habitat"`` (or the server runs with ``--observation-format habitat``):
+then it is habitat-lab's observation dict — ``rgb`` (uint8 H×W×3), ``depth`` (float32 H×W×1),
+``semantic`` (int32 H×W×1) for the sensors the run renders, ``instruction`` ``{"text",
+"tokens", "trajectory_id"}``, and with the pose ``heading``, ``compass`` (1,) and ``gps`` (2,)
+relative to the start — so a habitat agent's preprocessing applies unchanged.
+
 Protocol ``condvln-agent/1`` (JSON bodies; every request carries ``"version": 1``):
 
 * ``GET /info`` → ``{"protocol": "condvln-agent", "version": 1, "name", "instruction_source",
-  "max_batch_size"}``;
-* ``POST /reset`` ``{"version": 1, "episode": {episode_id, scene_id, instruction, step_budget,
-  seed, protocol}}`` → ``{"ok": true}``;
-* ``POST /act`` ``{"version": 1, "batch": [{"episode_id", "observation"}, ...]}`` →
-  ``{"actions": [int, ...]}`` (one per item, in order);
+  "max_batch_size", "observation_format"}``;
+* ``POST /reset`` ``{"version": 1, "episode": {episode_id, scene_id, instruction,
+  instruction_tokens, trajectory_id, step_budget, seed, protocol}}`` → ``{"ok": true}``;
+* ``POST /act`` ``{"version": 1, "batch": [{"episode_id", "observation",
+  "habitat_observation"}, ...]}`` → ``{"actions": [int, ...]}`` (one per item, in order);
 * errors: HTTP 4xx / 5xx with ``{"error": "one line"}``.
 
 Arrays travel as ``{"__ndarray__": "<base64 of the C-order bytes>", "dtype": "<f4",
@@ -44,6 +52,8 @@ PROTOCOL = "condvln-agent"
 VERSION = 1
 MAX_REQUEST_BYTES = 256 * 1024 * 1024
 DEFAULT_MAX_BATCH = 64
+OBSERVATION_FORMATS = {"condvln": "observation", "habitat": "habitat_observation"}
+"""The agent's ``observation_format`` → the batch item key it is given."""
 
 try:
     import numpy
@@ -116,13 +126,19 @@ def load_agent(spec, kwargs):
 class AgentService(object):
     """The agent behind the HTTP endpoints (calls are serialised by a lock)."""
 
-    def __init__(self, agent, name=None, max_batch_size=None):
+    def __init__(self, agent, name=None, max_batch_size=None, observation_format=None):
         self.agent = agent
         self.name = name or type(agent).__name__
         self.lock = threading.Lock()
         batched = callable(getattr(agent, "act_batch", None))
         default = getattr(agent, "max_batch_size", DEFAULT_MAX_BATCH) if batched else 1
         self.max_batch_size = int(max_batch_size or default)
+        form = observation_format or getattr(agent, "observation_format", "condvln")
+        if form not in OBSERVATION_FORMATS:
+            raise SystemExit(
+                "agent_server: observation_format must be 'condvln' or 'habitat', got " + repr(form)
+            )
+        self.observation_format = form
 
     def info(self):
         """The ``GET /info`` body."""
@@ -132,6 +148,7 @@ class AgentService(object):
             "name": self.name,
             "instruction_source": getattr(self.agent, "instruction_source", "original"),
             "max_batch_size": self.max_batch_size,
+            "observation_format": self.observation_format,
             "python": sys.version.split()[0],
         }
 
@@ -150,7 +167,8 @@ class AgentService(object):
             raise ValueError(
                 "batch of {} exceeds max_batch_size {}".format(len(batch), self.max_batch_size)
             )
-        observations = [decode(item["observation"]) for item in batch]
+        key = OBSERVATION_FORMATS[self.observation_format]
+        observations = [decode(item[key]) for item in batch]
         with self.lock:
             if self.max_batch_size > 1:
                 ids = [item["episode_id"] for item in batch]
@@ -236,9 +254,18 @@ class Server(ThreadingMixIn, HTTPServer):
     allow_reuse_address = True
 
 
-def serve(agent, host="127.0.0.1", port=8000, name=None, max_batch_size=None, ready=None):
+def serve(
+    agent,
+    host="127.0.0.1",
+    port=8000,
+    name=None,
+    max_batch_size=None,
+    ready=None,
+    observation_format=None,
+):
     """Serve ``agent`` until interrupted; ``ready(url)`` is called once listening."""
-    server = Server((host, port), make_handler(AgentService(agent, name, max_batch_size)))
+    service = AgentService(agent, name, max_batch_size, observation_format)
+    server = Server((host, port), make_handler(service))
     url = "http://{}:{}".format(host, server.server_address[1])
     try:
         if ready is not None:
@@ -257,6 +284,12 @@ def _parse_args(argv):
     parser.add_argument("--port", type=int, default=8000, help="port (0: any free port)")
     parser.add_argument("--name", default=None, help="agent name reported by /info")
     parser.add_argument("--max-batch-size", type=int, default=None, help="largest /act batch")
+    parser.add_argument(
+        "--observation-format",
+        choices=sorted(OBSERVATION_FORMATS),
+        default=None,
+        help="observations the agent reads (default: its observation_format, else condvln)",
+    )
     parser.add_argument(
         "--arg",
         action="append",
@@ -289,7 +322,9 @@ def main(argv=None):
         sys.stdout.write("condvln agent server listening on {}\n".format(url))
         sys.stdout.flush()
 
-    serve(agent, args.host, args.port, args.name, args.max_batch_size, ready)
+    serve(
+        agent, args.host, args.port, args.name, args.max_batch_size, ready, args.observation_format
+    )
 
 
 if __name__ == "__main__":

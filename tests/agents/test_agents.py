@@ -55,6 +55,8 @@ def test_episode_view_carries_no_labels() -> None:
         "map",
         "seed",
         "semantics",
+        "instruction_tokens",  # the instruction's vocabulary indices (habitat's "tokens")
+        "trajectory_id",  # an id, as habitat's InstructionSensor gives it
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -138,7 +139,7 @@ def _second_of_a_scene(dataset: Path, n: int) -> int:
     specs = sorted(
         episode_specs(dataset, "train", "original", n), key=lambda s: (s.scene_id, s.episode_id)
     )
-    pairs = zip(specs, specs[1:], strict=False)
+    pairs = itertools.pairwise(specs)
     return max(int(b.episode_id) for a, b in pairs if a.scene_id == b.scene_id)
 
 

@@ -336,3 +336,61 @@ def test_readme_agent_checks_and_serves(dataset: Path, tmp_path: Path, servers: 
     )
     run_agent(server.url, dataset, "train", tmp_path / "b", limit=4, step_timeout=10)
     assert _trajectories(tmp_path / "a") == _trajectories(tmp_path / "b")
+
+
+def _expected_gps(positions: list, start_yaw: float) -> list[list[float]]:
+    """``[forward, right]`` of each position in the start frame (habitat's episodic GPS)."""
+    x0, _, z0 = positions[0]
+    forward = (-np.sin(start_yaw), -np.cos(start_yaw))
+    right = (np.cos(start_yaw), -np.sin(start_yaw))
+    return [
+        [(x - x0) * forward[0] + (z - z0) * forward[1], (x - x0) * right[0] + (z - z0) * right[1]]
+        for x, _, z in positions
+    ]
+
+
+def test_habitat_observations_reach_local_and_remote_agents_alike(
+    dataset: Path, tmp_path: Path, servers: list
+) -> None:
+    import gzip
+    import json
+
+    spec = f"{AGENT_FILE}:HabitatAgent"
+    protocol = {"sensors": ["depth"], "depth": {"width": 16, "height": 12}}
+    local_log, remote_log = tmp_path / "local.jsonl", tmp_path / "remote.jsonl"
+    args = {"log_file": str(local_log)}
+    local = run_agent(
+        spec, dataset, "train", tmp_path / "a", limit=3, protocol=protocol, agent_args=args
+    )
+    assert local.failures == {}
+    python = str(PYTHON36) if PYTHON36.is_file() else sys.executable
+    server = Server(spec, "--arg", f'log_file="{remote_log}"', python=python)
+    servers.append(server)
+    assert RemoteAgent(server.url).info["observation_format"] == "habitat"
+    remote = run_agent(server.url, dataset, "train", tmp_path / "b", limit=3, protocol=protocol)
+    assert remote.failures == {}
+    assert _trajectories(tmp_path / "a") == _trajectories(tmp_path / "b")
+    seen = [json.loads(line) for line in local_log.read_text().splitlines()]
+    assert [json.loads(line) for line in remote_log.read_text().splitlines()] == seen
+    # the dicts hold what habitat's sensors give, checked against the split file and the paths
+    with gzip.open(dataset / "train" / "train.json.gz") as fh:
+        episodes = {e["episode_id"]: e for e in json.load(fh)["episodes"]}
+    records = {r["episode_id"]: r for r in read_trajectories(tmp_path / "a" / "trajectories.jsonl")}
+    for episode_id, record in records.items():
+        lines = [s for s in seen if s["episode_id"] == episode_id]
+        episode = episodes[episode_id]
+        assert len(lines) == len(record["actions"])
+        assert {tuple(s["keys"]) for s in lines} == {
+            ("compass", "depth", "gps", "heading", "instruction")
+        }
+        assert all(s["tokens"] == episode["instruction"]["instruction_tokens"] for s in lines)
+        assert all(s["trajectory_id"] == episode["trajectory_id"] for s in lines)
+        assert all(s["text"] == episode["instruction"]["instruction_text"] for s in lines)
+        assert all(s["depth"][:2] == ["<f4", [12, 16, 1]] for s in lines)
+        start_yaw = record["headings"][0]
+        gps = _expected_gps(record["positions"][: len(lines)], start_yaw)
+        np.testing.assert_allclose([s["gps"] for s in lines], gps, atol=1e-5)
+        assert lines[0]["gps"] == [0.0, 0.0] and lines[0]["compass"] == 0.0
+        compass = [(h - start_yaw + np.pi) % (2 * np.pi) - np.pi for h in record["headings"]]
+        assert [s["compass"] for s in lines] == pytest.approx(compass[: len(lines)], abs=1e-5)
+        assert any(a == 1 for a in record["actions"]) and any(a == 2 for a in record["actions"])

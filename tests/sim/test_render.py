@@ -166,7 +166,7 @@ def test_simulator_gives_images_and_habitat_dicts() -> None:
     start, start_yaw = sim.start_pose
     out = habitat_observation(obs, start_position=start, start_yaw=start_yaw)
     assert set(out) == {"rgb", "depth", "semantic", "instruction", "heading", "compass", "gps"}
-    assert out["instruction"] == {"text": "Go to the box."}
+    assert out["instruction"] == {"text": "Go to the box.", "tokens": [], "trajectory_id": None}
     assert out["gps"].dtype == np.float32 and out["gps"].tolist() == pytest.approx([0.25, 0.0])
     assert out["compass"].shape == (1,) and out["heading"].shape == (1,)
     # the symbolic detections are still there when not switched off

@@ -10,6 +10,11 @@ as ``"package.module:ClassName"`` (the current folder is importable), as
 ``"path/to/file.py:ClassName"`` or, over HTTP, as ``"http://HOST:PORT"``
 (:mod:`condvln.agents.remote`). Keyword arguments go to the constructor (``--agent-arg k=v``).
 
+An agent declaring ``observation_format = "habitat"`` receives habitat-lab observation dicts
+(``rgb``, ``depth``, ``semantic``, ``instruction`` ``{"text", "tokens", "trajectory_id"}``,
+``heading``, ``compass``, ``gps``: :mod:`condvln.sim.habitat_obs`) instead of
+:class:`~condvln.sim.protocol.Observation` s, in-process and over HTTP alike.
+
 A *batched* agent also has ``act_batch(observations, episode_ids) -> actions``: the runner then
 steps several episodes in lockstep, calling ``reset`` once per new episode (keep per-episode
 state keyed by ``episode.episode_id``) and ``act_batch`` once per step of the batch.
@@ -36,13 +41,14 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import orjson
 
-from condvln.errors import ConfigError
+from condvln.errors import CondVLNError, ConfigError
 from condvln.registry import Registry
 from condvln.sim.mapview import MapView
 from condvln.sim.protocol import Observation, ObservationProtocol
 from condvln.sim.render import SemanticTable
 
 InstructionSource = Literal["original", "oracle"]
+ObservationFormat = Literal["condvln", "habitat"]
 
 
 class AgentTimeout(Exception):
@@ -63,6 +69,9 @@ class EpisodeView:
         seed: The agent's seed for this episode (from the run seed and the episode id).
         semantics: What the semantic sensor's pixel values denote (``None`` unless the
             protocol has the ``"semantic"`` sensor), like habitat's semantic annotations.
+        instruction_tokens: The instruction's token indices in the split's vocabulary (habitat's
+            ``instruction["tokens"]``).
+        trajectory_id: The episode's ``trajectory_id`` (``None`` when it has none).
     """
 
     episode_id: int | str
@@ -73,6 +82,8 @@ class EpisodeView:
     map: MapView | None
     seed: int
     semantics: SemanticTable | None = None
+    instruction_tokens: tuple[int, ...] = ()
+    trajectory_id: int | None = None
 
 
 @runtime_checkable
@@ -176,16 +187,23 @@ def load_agent(name: str, args: Mapping[str, Any] | None = None) -> Agent:
 
     Raises:
         ConfigError: The agent cannot be loaded, its constructor rejects the arguments
-            (``TypeError``), or what it builds has no ``reset`` and ``act`` / ``act_batch``.
+            (``TypeError``) or fails (any exception, ``SystemExit`` included), or what it
+            builds has no ``reset`` and ``act`` / ``act_batch``.
     """
     factory = agent_factory(name)
     try:
         agent = factory(**dict(args or {}))
+    except CondVLNError:
+        raise
     except TypeError as exc:
         if args:
             raise ConfigError(f"agent {name!r} rejects its arguments: {exc}") from None
         raise ConfigError(
             f"agent {name!r} cannot be constructed without arguments: {exc}"
+        ) from None
+    except (Exception, SystemExit) as exc:  # the agent's own code failed (sys.exit included)
+        raise ConfigError(
+            f"agent {name!r} failed to start: {type(exc).__name__}: {exc}".splitlines()[0]
         ) from None
     if not is_remote(name) and not _has_agent_methods(agent):
         raise ConfigError(
@@ -226,6 +244,15 @@ def parse_agent_args(items: Iterable[str]) -> dict[str, Any]:
 def is_batched(agent: Any) -> bool:
     """Whether ``agent`` can step several episodes per call (``act_batch``, batch size > 1)."""
     return callable(getattr(agent, "act_batch", None)) and getattr(agent, "max_batch_size", 2) > 1
+
+
+def observation_format(agent: Any) -> ObservationFormat:
+    """Which observations ``agent`` reads: ``"condvln"`` (:class:`Observation`, the default) or
+    ``"habitat"`` (habitat-lab's dict, :func:`~condvln.sim.habitat_obs.habitat_observation`)."""
+    form = getattr(agent, "observation_format", "condvln")
+    if form not in ("condvln", "habitat"):
+        raise ConfigError(f"agent observation_format must be 'condvln' or 'habitat', got {form!r}")
+    return form  # type: ignore[no-any-return]
 
 
 def instruction_source(agent: Agent) -> InstructionSource:

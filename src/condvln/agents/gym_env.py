@@ -198,6 +198,9 @@ class CondVLNEnv(gymnasium.Env):
             protocol=self.protocol,
             map=sim.map_view() if self.protocol.map_access else None,
             seed=agent_seed,
+            semantics=sim.semantic_table() if "semantic" in self.protocol.sensors else None,
+            instruction_tokens=spec.instruction_tokens,
+            trajectory_id=spec.trajectory_id,
         )
         return to_gym(obs, self.protocol), {"episode_id": spec.episode_id, "episode": view}
 

@@ -7,9 +7,18 @@ The protocol (also in the README and the server's docstring):
 * ``GET /info`` → ``{"protocol": "condvln-agent", "version": 1, "name", "instruction_source",
   "max_batch_size"}``;
 * ``POST /reset`` ``{"version": 1, "episode": {...}}`` → ``{"ok": true}``;
-* ``POST /act`` ``{"version": 1, "batch": [{"episode_id", "observation"}, ...]}`` →
-  ``{"actions": [...]}``;
+* ``POST /act`` ``{"version": 1, "batch": [{"episode_id", "observation",
+  "habitat_observation"}, ...]}`` → ``{"actions": [...]}``;
 * errors: HTTP 4xx / 5xx with ``{"error": "one line"}``.
+
+Each batch item carries the observation twice: as CondVLN's
+:class:`~condvln.sim.protocol.Observation` (``observation``) and as habitat-lab's observation
+dict (``habitat_observation``: ``rgb`` / ``depth`` / ``semantic`` when the protocol renders
+them, ``instruction`` ``{"text", "tokens", "trajectory_id"}``, and with the pose ``heading``,
+``compass``, ``gps``; :mod:`condvln.sim.habitat_obs`), so a habitat agent's preprocessing
+applies unchanged behind the server. ``compass`` and ``gps`` are relative to the episode's start
+pose, which the client takes from the episode's step-0 observation; the tokens come from the
+episode sent to ``/reset``. The server hands its agent one of the two (``observation_format``).
 
 Observations travel as JSON: dataclasses and mappings as objects, tuples as lists, every numpy
 array as ``{"__ndarray__": base64 of its C-order bytes, "dtype": dtype.str, "shape": [...]}``
@@ -44,6 +53,8 @@ import orjson
 
 from condvln.agents.base import AgentTimeout, EpisodeView
 from condvln.errors import ConfigError
+from condvln.sim.habitat_obs import habitat_observation
+from condvln.sim.protocol import Observation, Vec3
 
 PROTOCOL = "condvln-agent"
 VERSION = 1
@@ -92,6 +103,8 @@ def episode_payload(episode: EpisodeView) -> dict[str, Any]:
         "seed": episode.seed,
         "protocol": episode.protocol.model_dump(mode="json"),
         "semantics": episode.semantics,
+        "instruction_tokens": list(episode.instruction_tokens),
+        "trajectory_id": episode.trajectory_id,
     }
 
 
@@ -141,12 +154,16 @@ class RemoteAgent:
         self.instruction_source = info.get("instruction_source", "original")
         self.max_batch_size = max(1, int(info.get("max_batch_size", 1)))
         self._episode: Any = None
+        self._instructions: dict[Any, tuple[tuple[int, ...], int | None]] = {}
+        self._starts: dict[Any, tuple[Vec3, float]] = {}
 
     # --- the agent interface -----------------------------------------------------------------
 
     def reset(self, episode: EpisodeView) -> None:
         """Start an episode on the server."""
         self._episode = episode.episode_id
+        self._instructions[episode.episode_id] = (episode.instruction_tokens, episode.trajectory_id)
+        self._starts.pop(episode.episode_id, None)
         self._request("POST", "/reset", {"version": VERSION, "episode": episode_payload(episode)})
 
     def act(self, observation: Any) -> Any:
@@ -159,7 +176,7 @@ class RemoteAgent:
         size = self.max_batch_size
         for start in range(0, len(observations), size):
             batch = [
-                {"episode_id": episode_id, "observation": obs}
+                self._item(obs, episode_id)
                 for obs, episode_id in zip(
                     observations[start : start + size],
                     episode_ids[start : start + size],
@@ -175,6 +192,20 @@ class RemoteAgent:
                 )
             actions.extend(got)
         return actions
+
+    def _item(self, obs: Any, episode_id: Any) -> dict[str, Any]:
+        """One ``/act`` batch item (``habitat_observation`` for simulator observations)."""
+        item = {"episode_id": episode_id, "observation": obs}
+        if isinstance(obs, Observation):
+            first = obs.step == 0 or episode_id not in self._starts
+            if first and obs.position is not None and obs.heading is not None:
+                self._starts[episode_id] = (obs.position, obs.heading)
+            start, yaw = self._starts.get(episode_id, ((0.0, 0.0, 0.0), 0.0))
+            tokens, trajectory_id = self._instructions.get(episode_id, ((), None))
+            item["habitat_observation"] = habitat_observation(
+                obs, start_position=start, start_yaw=yaw, tokens=tokens, trajectory_id=trajectory_id
+            )
+        return item
 
     def close(self) -> None:
         """Close the connection (reopened by the next call)."""

@@ -65,10 +65,11 @@ from condvln.agents.base import (
     is_batched,
     is_remote,
     load_agent,
+    observation_format,
 )
 from condvln.agents.blind import prepare
 from condvln.dataset.schema import load_checked_split
-from condvln.dataset.vlnce import load_scene_index, scene_json_path, split_path
+from condvln.dataset.vlnce import encode, load_scene_index, scene_json_path, split_path
 from condvln.errors import CondVLNError, ConfigError, FormatError, ValidationError
 from condvln.frames import quaternion_to_yaw
 from condvln.io import (
@@ -84,6 +85,7 @@ from condvln.parallel.executors import Executor, actor_map, follow_cwd
 from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
 from condvln.scene.serialize import load_scene
+from condvln.sim.habitat_obs import habitat_observation
 from condvln.sim.protocol import ObservationProtocol, parse_protocol
 from condvln.sim.simulator import ACTIONS, DEFAULT_BUDGET, Simulator, Trajectory
 
@@ -112,6 +114,8 @@ class EpisodeSpec:
         start_yaw: Start heading (radians).
         instruction: The text the agent reads.
         step_budget: Actions allowed.
+        instruction_tokens: The text's token indices in the split's vocabulary.
+        trajectory_id: The episode's ``trajectory_id`` (``None`` when it has none).
     """
 
     episode_id: int | str
@@ -120,6 +124,8 @@ class EpisodeSpec:
     start_yaw: float
     instruction: str
     step_budget: int
+    instruction_tokens: tuple[int, ...] = ()
+    trajectory_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,15 +193,20 @@ def episode_specs(
         raise ConfigError(f"--limit must be 0 or more, got {limit}")
     checked = load_checked_split(dataset_dir, split, labels=False)
     index = load_scene_index(dataset_dir)
+    words = checked.doc["instruction_vocab"]["word_list"]
+    vocab = {w: i for i, w in enumerate(words) if isinstance(w, str)}
     specs = []
     for ep in checked.episodes[:limit]:
         info = (ep.get("info") or {}).get("condvln") or {}
         scene_file = scene_json_path(dataset_dir, {**ep, "info": {"condvln": info}}, index)
         text = ep["instruction"]["instruction_text"]
+        tokens = ep["instruction"].get("instruction_tokens") or []
         if source == "oracle":
             text = info.get("oracle_instruction")
             if not isinstance(text, str):
                 raise ValidationError(f"{split}: episode {ep['episode_id']}: no oracle instruction")
+            tokens = encode(text, vocab)
+        trajectory_id = ep.get("trajectory_id")
         specs.append(
             EpisodeSpec(
                 episode_id=ep["episode_id"],
@@ -204,6 +215,8 @@ def episode_specs(
                 start_yaw=quaternion_to_yaw(ep["start_rotation"]),
                 instruction=text,
                 step_budget=int(info.get("step_budget", DEFAULT_BUDGET)),
+                instruction_tokens=tuple(int(t) for t in tokens),
+                trajectory_id=trajectory_id if isinstance(trajectory_id, int) else None,
             )
         )
     return specs
@@ -342,6 +355,7 @@ class EpisodeWorker:
         prepare(self.agent, config.dataset_dir)
         self.batched = is_batched(self.agent)
         self.batch_size = config.batch_size if self.batched else 1
+        self.habitat = observation_format(self.agent) == "habitat"
         self._navigators: dict[str, GridNavigator] = {}
         self._sims: dict[tuple[str, int], Simulator] = {}
         self.failed = False
@@ -383,6 +397,8 @@ class EpisodeWorker:
             map=sim.map_view() if sim.protocol.map_access else None,
             seed=agent_seed,
             semantics=sim.semantic_table() if "semantic" in sim.protocol.sensors else None,
+            instruction_tokens=spec.instruction_tokens,
+            trajectory_id=spec.trajectory_id,
         )
         call_agent("reset", self.agent.reset, view, timeout=self.config.step_timeout)
         return episode
@@ -390,9 +406,9 @@ class EpisodeWorker:
     def actions(self, episodes: list[_Episode]) -> list[Any]:
         """One raw action per episode: ``act``, or one ``act_batch`` call for batched agents."""
         timeout = self.config.step_timeout
+        observations = [self.observation(e) for e in episodes]
         if not self.batched:
-            return [call_agent("act", self.agent.act, episodes[0].obs, timeout=timeout)]
-        observations = [e.obs for e in episodes]
+            return [call_agent("act", self.agent.act, observations[0], timeout=timeout)]
         ids = [e.spec.episode_id for e in episodes]
         actions = call_agent("act_batch", self.agent.act_batch, observations, ids, timeout=timeout)
         try:
@@ -405,6 +421,20 @@ class EpisodeWorker:
                 f"act_batch returned {reprlib.repr(actions)} for {len(ids)} episodes",
             )
         return actions
+
+    def observation(self, episode: _Episode) -> Any:
+        """The latest observation in the agent's ``observation_format``."""
+        if not self.habitat:
+            return episode.obs
+        spec = episode.spec
+        start, start_yaw = episode.sim.start_pose
+        return habitat_observation(
+            episode.obs,
+            start_position=start,
+            start_yaw=start_yaw,
+            tokens=spec.instruction_tokens,
+            trajectory_id=spec.trajectory_id,
+        )
 
     def run(self, specs: Iterable[EpisodeSpec]) -> Iterator[dict[str, Any]]:
         """Run ``specs`` in order, ``batch_size`` at a time in lockstep; yields each record."""

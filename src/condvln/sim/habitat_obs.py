@@ -9,7 +9,9 @@ key             value                       habitat sensor
 ``rgb``         uint8 H×W×3                 ``HabitatSimRGBSensor``
 ``depth``       float32 H×W×1               ``HabitatSimDepthSensor`` (clipped, normalised)
 ``semantic``    int32 H×W×1                 ``HabitatSimSemanticSensor`` (instance ids)
-``instruction`` ``{"text": ...}``           ``InstructionSensor``
+``instruction`` ``{"text", "tokens",          ``InstructionSensor`` (habitat-lab's VLN task):
+                "trajectory_id"}``          the episode's ``instruction_tokens`` (vocabulary
+                                            indices) and ``trajectory_id``
 ``heading``     float32 (1,)                ``HeadingSensor``: yaw, counter-clockwise from −Z
 ``compass``     float32 (1,)                ``EpisodicCompassSensor``: yaw − start yaw
 ``gps``         float32 (2,)                ``EpisodicGPSSensor``: ``[forward, right]`` of the
@@ -21,9 +23,10 @@ the protocol gives the pose.
 
 >>> from condvln.sim.protocol import Observation
 >>> obs = Observation("Go.", 0, (1.0, 0.0, 2.0), math.pi / 2, None, ())
->>> out = habitat_observation(obs, start_position=(1.0, 0.0, 3.0), start_yaw=math.pi / 2)
+>>> out = habitat_observation(obs, start_position=(1.0, 0.0, 3.0), start_yaw=math.pi / 2,
+...                           tokens=[7, 4], trajectory_id=3)
 >>> sorted(out), out["instruction"], out["compass"].tolist(), np.round(out["gps"], 6).tolist()
-(['compass', 'gps', 'heading', 'instruction'], {'text': 'Go.'}, [0.0], [0.0, 1.0])
+(['compass', 'gps', 'heading', 'instruction'], {'text': 'Go.', 'tokens': [7, 4], 'trajectory_id': 3}, [0.0], [0.0, 1.0])
 """
 
 from __future__ import annotations
@@ -42,7 +45,12 @@ def _wrap(angle: float) -> float:
 
 
 def habitat_observation(
-    obs: Observation, *, start_position: Sequence[float], start_yaw: float
+    obs: Observation,
+    *,
+    start_position: Sequence[float],
+    start_yaw: float,
+    tokens: Sequence[int] = (),
+    trajectory_id: int | None = None,
 ) -> dict[str, Any]:
     """The habitat-lab observation dict of ``obs`` (see the module table).
 
@@ -50,9 +58,15 @@ def habitat_observation(
         obs: The simulator's observation.
         start_position: The episode's start position (origin of ``gps``).
         start_yaw: The episode's start yaw (zero of ``compass``, axes of ``gps``).
+        tokens: The instruction's token indices (the episode's ``instruction_tokens``).
+        trajectory_id: The episode's ``trajectory_id``.
     """
     out: dict[str, Any] = dict(obs.images)
-    out["instruction"] = {"text": obs.instruction}
+    out["instruction"] = {
+        "text": obs.instruction,
+        "tokens": [int(t) for t in tokens],
+        "trajectory_id": trajectory_id,
+    }
     if obs.position is not None and obs.heading is not None:
         out["heading"] = np.array([obs.heading], dtype=np.float32)
         out["compass"] = np.array([_wrap(obs.heading - start_yaw)], dtype=np.float32)

@@ -5,6 +5,7 @@ They read observations by attribute, so the same class runs in-process (CondVLN'
 """
 
 import os
+import struct
 import time
 
 
@@ -108,3 +109,55 @@ class BatchedDetectionAgent(object):
         if self.sleep:
             time.sleep(self.sleep)
         return [self.agents[i].act(o) for o, i in zip(observations, episode_ids)]
+
+
+def _floats(array):
+    """The float32 values of a numpy array or of the server's ``EncodedArray`` (no numpy)."""
+    if hasattr(array, "tolist"):
+        return [float(v) for v in array.reshape(-1).tolist()]
+    assert array.dtype == "<f4", array.dtype
+    return [float(v) for v in struct.unpack("<{}f".format(len(array.data) // 4), array.data)]
+
+
+class HabitatAgent(object):
+    """Reads habitat-lab observation dicts only; logs what it saw (one JSON line per step).
+
+    Walks forward while the centre depth pixel is beyond 1 m, else turns left; STOPs after
+    ``max_steps``. Each log line: episode id, tokens, trajectory id, gps, compass, heading and
+    the centre depth.
+    """
+
+    instruction_source = "original"
+    observation_format = "habitat"
+
+    def __init__(self, log_file, max_steps=12):
+        self.log_file = log_file
+        self.max_steps = max_steps
+
+    def reset(self, episode):
+        self.episode_id = episode.episode_id
+        self.steps = 0
+
+    def act(self, observation):
+        import json
+
+        depth = observation["depth"]
+        height, width = depth.shape[0], depth.shape[1]
+        centre = _floats(depth)[(height // 2) * width + width // 2]
+        line = {
+            "episode_id": self.episode_id,
+            "keys": sorted(observation),
+            "tokens": observation["instruction"]["tokens"],
+            "trajectory_id": observation["instruction"]["trajectory_id"],
+            "text": observation["instruction"]["text"],
+            "gps": _floats(observation["gps"]),
+            "compass": _floats(observation["compass"])[0],
+            "heading": _floats(observation["heading"])[0],
+            "depth": [getattr(depth.dtype, "str", depth.dtype), list(depth.shape), centre],
+        }
+        with open(self.log_file, "a") as fh:
+            fh.write(json.dumps(line, sort_keys=True) + "\n")
+        self.steps += 1
+        if self.steps > self.max_steps:
+            return 0
+        return 1 if centre > 0.1 else 2
