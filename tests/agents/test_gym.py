@@ -51,6 +51,39 @@ def test_passes_check_env_without_warnings(dataset: Path) -> None:
         assert ("position" in env.observation_space.spaces) is not bool(protocol)
 
 
+def test_pixel_observations_pass_check_env(dataset: Path) -> None:
+    small = {"width": 12, "height": 8}
+    for depth in ({}, {"normalize_depth": False, "min_depth": 0.5, "max_depth": 4.0}):
+        protocol = {
+            "sensors": ["rgb", "depth", "semantic"],
+            "rgb": small,
+            "depth": small | depth,
+            "semantic": small,
+        }
+        env = gymnasium.make(
+            "condvln/CondVLN-v0", dataset=dataset, split="train", protocol=protocol
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            check_env(env.unwrapped)
+        space = env.observation_space.spaces
+        assert space["rgb"].shape == (8, 12, 3) and space["rgb"].dtype == np.uint8
+        assert space["semantic"].shape == (8, 12, 1) and space["semantic"].dtype == np.int32
+        assert space["depth"].dtype == np.float32
+        obs, info = env.reset(seed=0)
+        assert env.observation_space.contains(obs)
+        for _ in range(5):
+            obs, *_ = env.step(2)
+            assert env.observation_space.contains(obs)
+        assert obs["rgb"].any() and (obs["semantic"] > 0).any()
+        assert info["episode"].semantics is not None
+        metres = obs["depth"] if depth else obs["depth"] * 10.0
+        assert metres.max() <= (4.0 if depth else 10.0) and metres.min() >= (0.5 if depth else 0)
+    # without sensors there are no image entries
+    plain = CondVLNEnv(dataset, "train").observation_space.spaces
+    assert not {"rgb", "depth", "semantic"} & set(plain)
+
+
 def test_episode_matches_the_runner_and_ends_with_metrics(dataset: Path, tmp_path: Path) -> None:
     run_agent("neurosymbolic", dataset, "train", tmp_path, limit=1)
     (record,) = read_trajectories(tmp_path / "trajectories.jsonl")

@@ -21,7 +21,10 @@ fields the protocol switches on: ``instruction`` and ``room_type`` (``Text``; ``
 every room), ``step`` (``Box`` int64, shape ``(1,)``), ``position`` (3,) and ``heading`` (1,)
 with the pose, ``collided`` (``Discrete(2)``) and ``detections``, a ``Sequence`` of ``Dict``
 (``category``, ``bearing``, ``depth``, plus ``position`` with the pose and ``size`` with boxes,
-zeros when the object has no box).
+zeros when the object has no box). With pixel ``sensors`` in the protocol it also has their
+images as ``Box`` es with habitat's shapes and dtypes (:func:`image_spaces`): ``rgb`` uint8
+H×W×3, ``depth`` float32 H×W×1 (in ``[0, 1]`` when normalised, else ``[min_depth, max_depth]``
+metres) and ``semantic`` int32 H×W×1 instance ids (meanings in ``info["episode"].semantics``).
 """
 
 from __future__ import annotations
@@ -86,7 +89,34 @@ def observation_space(protocol: ObservationProtocol) -> spaces.Dict:
         fields["heading"] = _box((1,), -math.pi, math.pi)
     if protocol.room_type:
         fields["room_type"] = _text(256)
+    fields.update(image_spaces(protocol))
     return spaces.Dict(fields)
+
+
+def image_spaces(protocol: ObservationProtocol) -> dict[str, spaces.Box]:
+    """``Box`` spaces of the protocol's pixel sensors, with habitat's shapes and dtypes.
+
+    >>> from condvln.sim.protocol import parse_protocol
+    >>> boxes = image_spaces(parse_protocol({"sensors": ["rgb", "depth", "semantic"]}))
+    >>> [(k, b.shape, b.dtype.name) for k, b in boxes.items()]
+    [('rgb', (224, 224, 3), 'uint8'), ('depth', (256, 256, 1), 'float32'), ('semantic', (256, 256, 1), 'int32')]
+    >>> float(boxes["depth"].low.min()), float(boxes["depth"].high.max())
+    (0.0, 1.0)
+    """
+    out: dict[str, spaces.Box] = {}
+    for name in protocol.sensors:
+        if name == "rgb":
+            cam = protocol.rgb
+            out[name] = spaces.Box(0, 255, (cam.height, cam.width, 3), np.uint8)
+        elif name == "depth":
+            depth = protocol.depth
+            low, high = (0.0, 1.0) if depth.normalize_depth else (depth.min_depth, depth.max_depth)
+            out[name] = spaces.Box(low, high, (depth.height, depth.width, 1), np.float32)
+        else:
+            cam = protocol.semantic
+            top = np.iinfo(np.int32).max
+            out[name] = spaces.Box(0, top, (cam.height, cam.width, 1), np.int32)
+    return out
 
 
 def _clean(text: str) -> str:
@@ -118,6 +148,8 @@ def to_gym(obs: Observation, protocol: ObservationProtocol) -> dict[str, Any]:
         out["heading"] = np.array([obs.heading], dtype=np.float64)
     if protocol.room_type:
         out["room_type"] = _clean(obs.room_type or "")
+    for name in protocol.sensors:
+        out[name] = obs.images[name]
     return out
 
 
