@@ -208,6 +208,8 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     unchanged: tuple[str, ...] = ()
     """Folders (relative to the case folder) whose content must not change."""
+    after: Callable[[Ctx], None] | None = None
+    """Further checks of what the command left (e.g. the status of a failed episode)."""
 
 
 # --- dataset record mutations ----------------------------------------------------------------------
@@ -1179,6 +1181,296 @@ def report_cases() -> list[Case]:
     return cases
 
 
+# --- agents ----------------------------------------------------------------------------------------
+
+HOSTILE_AGENTS = """\
+import sys, time
+
+
+class Agent:
+    def __init__(self, value=0):
+        self.value = value
+
+    def reset(self, episode):
+        pass
+
+    def act(self, observation):
+        return self.value
+
+
+class InitRaises(Agent):
+    def __init__(self):
+        raise ValueError("no weights here")
+
+
+class InitExits(Agent):
+    def __init__(self):
+        sys.exit(0)
+
+
+class InitExitsMessage(Agent):
+    def __init__(self):
+        sys.exit("bye\\nsecond line")
+
+
+class ResetRaises(Agent):
+    def reset(self, episode):
+        raise RuntimeError("reset broke")
+
+
+class ResetExits(Agent):
+    def reset(self, episode):
+        sys.exit(3)
+
+
+class ResetHangs(Agent):
+    def reset(self, episode):
+        time.sleep(60)
+
+
+class ActRaises(Agent):
+    def act(self, observation):
+        raise KeyError("act broke")
+
+
+class ActRaisesMultiline(Agent):
+    def act(self, observation):
+        raise ValueError("first line\\nsecond line\\nthird line")
+
+
+class ActExits(Agent):
+    def act(self, observation):
+        sys.exit(0)
+
+
+class ActHangs(Agent):
+    def act(self, observation):
+        time.sleep(60)
+
+
+class Loud(Agent):
+    def __init__(self):
+        print("hello from the constructor")
+
+    def reset(self, episode):
+        print("resetting", episode.episode_id)
+        sys.stderr.write("noise on stderr\\n")
+
+    def act(self, observation):
+        print("acting at step", observation.step)
+        return 0
+
+
+class BatchRaises(Agent):
+    max_batch_size = 4
+
+    def act_batch(self, observations, episode_ids):
+        raise RuntimeError("batch broke")
+
+
+class BatchTooFew(Agent):
+    max_batch_size = 4
+
+    def act_batch(self, observations, episode_ids):
+        return []
+
+
+class BatchNotList(Agent):
+    max_batch_size = 4
+
+    def act_batch(self, observations, episode_ids):
+        return 7
+
+
+class NoMethods:
+    pass
+
+
+class OnlyReset:
+    def reset(self, episode):
+        pass
+
+
+class BadSource(Agent):
+    instruction_source = "labels"
+
+
+class BadFormat(Agent):
+    observation_format = "pixels"
+
+
+NOT_A_CLASS = 42
+
+
+def factory_of_nothing():
+    return None
+"""
+"""Hostile agents: each breaks the agent contract in one way (written into the case folder)."""
+
+AGENT_FAILURE_CASES: dict[str, tuple[str, list[str], str, tuple[str, ...]]] = {
+    # name: (target in agents.py, extra run options, episode status, reason needles)
+    "reset-raises": ("ResetRaises", [], "agent_error", ("reset: RuntimeError: reset broke",)),
+    "reset-sys-exit": ("ResetExits", [], "agent_error", ("reset: SystemExit: 3",)),
+    "reset-hangs": ("ResetHangs", ["--step-timeout", "0.3"], "timeout", ("reset", "0.3 s")),
+    "act-raises": ("ActRaises", [], "agent_error", ("act: KeyError: 'act broke'",)),
+    "act-raises-multiline": ("ActRaisesMultiline", [], "agent_error", ("first line second line",)),
+    "act-sys-exit": ("ActExits", [], "agent_error", ("act: SystemExit: 0",)),
+    "act-hangs": ("ActHangs", ["--step-timeout", "0.3"], "timeout", ("act", "0.3 s")),
+    "act-returns-true": ("Agent", ["--agent-arg", "value=true"], "invalid_action", ("act returned True (bool)",)),
+    "act-returns-false": ("Agent", ["--agent-arg", "value=false"], "invalid_action", ("act returned False (bool)",)),
+    "act-returns-7": ("Agent", ["--agent-arg", "value=7"], "invalid_action", ("act returned 7 (int)",)),
+    "act-returns-minus-1": ("Agent", ["--agent-arg", "value=-1"], "invalid_action", ("act returned -1 (int)",)),
+    "act-returns-string": ("Agent", ["--agent-arg", 'value="1"'], "invalid_action", ("act returned '1' (str)",)),
+    "act-returns-none": ("Agent", ["--agent-arg", "value=null"], "invalid_action", ("act returned None (NoneType)",)),
+    "act-returns-float": ("Agent", ["--agent-arg", "value=1.0"], "invalid_action", ("act returned 1.0 (float)",)),
+    "act-returns-list": ("Agent", ["--agent-arg", "value=[1]"], "invalid_action", ("act returned [1] (list)",)),
+    "act-returns-huge": ("Agent", ["--agent-arg", "value=" + "9" * 400], "invalid_action", ("act returned '9999", "(str)")),
+    "act-batch-raises": ("BatchRaises", ["--batch-size", "2"], "agent_error", ("act_batch: RuntimeError: batch broke",)),
+    "act-batch-too-few": ("BatchTooFew", ["--batch-size", "2"], "invalid_action", ("act_batch returned [] for 1 episodes",)),
+    "act-batch-not-a-list": ("BatchNotList", ["--batch-size", "2"], "invalid_action", ("act_batch returned [] for 1 episodes",)),
+}  # fmt: skip
+"""Agent faults inside an episode: the run finishes (exit 0) and the episode records why."""
+
+AGENT_LOAD_CASES: dict[str, tuple[str, list[str], tuple[str, ...]]] = {
+    # name: (--agent value, extra options, error needles); {agents} is the agents file
+    "init-raises": ("{agents}:InitRaises", [], ("failed to start", "ValueError: no weights here")),
+    "init-sys-exit-0": ("{agents}:InitExits", [], ("failed to start", "SystemExit: 0")),
+    "init-sys-exit-message": ("{agents}:InitExitsMessage", [], ("failed to start", "SystemExit: bye")),
+    "init-rejects-args": ("{agents}:Agent", ["--agent-arg", "nosuch=1"], ("rejects its arguments", "nosuch")),
+    "init-needs-args": ("{agents}:InitRaises", ["--agent-arg", "x=1"], ("rejects its arguments",)),
+    "no-methods": ("{agents}:NoMethods", [], ("is not an agent", "NoMethods")),
+    "only-reset": ("{agents}:OnlyReset", [], ("is not an agent", "OnlyReset")),
+    "factory-returns-none": ("{agents}:factory_of_nothing", [], ("is not an agent", "NoneType")),
+    "not-callable": ("{agents}:NOT_A_CLASS", [], ("is not a class or factory",)),
+    "missing-attribute": ("{agents}:NoSuchAgent", [], ("has no attribute 'NoSuchAgent'",)),
+    "empty-attribute": ("{agents}:", [], ("has no attribute ''",)),
+    "bad-instruction-source": ("{agents}:BadSource", [], ("instruction_source", "'labels'")),
+    "bad-observation-format": ("{agents}:BadFormat", [], ("observation_format", "'pixels'")),
+    "os-system": ("os:system", [], ("'os:system' cannot be constructed",)),
+    "os-system-with-arg": ("os:system", ["--agent-arg", "nosuch=1"], ("'os:system' rejects its arguments",)),
+    "os-sep": ("os:sep", [], ("'os:sep' is not a class or factory",)),
+    "math-pi": ("math:pi", [], ("is not a class or factory",)),
+    "builtins-print": ("builtins:print", [], ("'builtins:print' is not an agent", "NoneType")),
+    "builtins-dict": ("builtins:dict", [], ("is not an agent", "dict")),
+    "json-loads": ("json:loads", [], ("'json:loads' cannot be constructed",)),
+    "os-getcwd": ("os:getcwd", [], ("is not an agent", "str")),
+    "module-missing": ("nosuch_agent_module:Agent", [], ("cannot load agent module 'nosuch_agent_module'",)),
+    "submodule-missing": ("os.nosuch:Agent", [], ("cannot load agent module 'os.nosuch'",)),
+    "module-empty-name": (":Agent", [], ("cannot load agent module ''",)),
+    "package-attribute-missing": ("condvln.agents.baselines:NoSuchAgent", [], ("has no attribute 'NoSuchAgent'",)),
+    "unknown-name": ("randon", [], ("unknown agent 'randon'", "did you mean 'random'")),
+    "file-missing": ("{tmp}/nowhere/agent.py:Agent", [], ("no file", "nowhere/agent.py")),
+    "file-outside-missing": ("../../../nowhere/agent.py:Agent", [], ("no file",)),
+    "file-etc-passwd": ("/etc/passwd:Agent", [], ("/etc/passwd is not a Python file",)),
+    "file-dev-zero": ("/dev/zero:Agent", [], ("no file /dev/zero",)),
+    "file-directory": ("{tmp}/folder.py:Agent", [], ("no file", "folder.py")),
+    "file-fifo": ("{tmp}/fifo.py:Agent", [], ("no file", "fifo.py")),
+    "file-symlink-dev-zero": ("{tmp}/zero.py:Agent", [], ("no file", "zero.py")),
+    "file-syntax-error": ("{tmp}/broken.py:Agent", [], ("cannot load agent from", "broken.py", "SyntaxError")),
+    "file-raises-on-import": ("{tmp}/raising.py:Agent", [], ("cannot load agent from", "raising.py", "RuntimeError: import-time failure")),
+    "file-exits-on-import": ("{tmp}/exiting.py:Agent", [], ("cannot load agent from", "exiting.py", "SystemExit")),
+    "url-unreachable": ("http://127.0.0.1:9", [], ("agent server http://127.0.0.1:9",)),
+    "url-no-host": ("http://", [], ("agent URL 'http://': expected http://HOST:PORT",)),
+    "url-bad-port": ("http://127.0.0.1:99999", [], ("agent",)),
+    "agent-arg-no-equals": ("random", ["--agent-arg", "oops"], ("--agent-arg 'oops': expected KEY=VALUE",)),
+    "agent-arg-bad-key": ("random", ["--agent-arg", "1x=2"], ("--agent-arg '1x=2': expected KEY=VALUE",)),
+    "agent-arg-unknown": ("random", ["--agent-arg", "nosuch=1"], ("'random' rejects its arguments",)),
+}  # fmt: skip
+"""Agents that cannot start: one error line, exit 2, no run folder."""
+
+
+def _agent_files(ctx: Ctx) -> Path:
+    """The hostile agents and broken agent files of :data:`AGENT_LOAD_CASES` in the case folder."""
+    agents = ctx.tmp / "agents.py"
+    agents.write_text(HOSTILE_AGENTS)
+    (ctx.tmp / "folder.py").mkdir()
+    os.mkfifo(ctx.tmp / "fifo.py")
+    (ctx.tmp / "zero.py").symlink_to("/dev/zero")
+    (ctx.tmp / "broken.py").write_text("class Agent(:\n")
+    (ctx.tmp / "raising.py").write_text("raise RuntimeError('import-time failure')\n")
+    (ctx.tmp / "exiting.py").write_text("import sys\nsys.exit(5)\n")
+    return agents
+
+
+def _run_agent_argv(ctx: Ctx, agent: str, extra: list[str]) -> list[str]:
+    ds = ctx.dataset()
+    agents = _agent_files(ctx)
+    agent = agent.replace("{agents}", str(agents)).replace("{tmp}", str(ctx.tmp))
+    return ["run", "--agent", agent, "--dataset", str(ds), "--split", "val_unseen",
+            "--out", str(ctx.tmp / "run"), "-j", "1", "-q", *extra]  # fmt: skip
+
+
+def _episode_failed(status: str, needles: tuple[str, ...]) -> Callable[[Ctx], None]:
+    """Check that the one episode of the run ended with ``status`` and a one-line reason."""
+
+    def check(ctx: Ctx) -> None:
+        run = ctx.tmp / "run"
+        lines = (run / "trajectories.jsonl").read_text().splitlines()
+        assert len(lines) == 1, lines
+        record = json.loads(lines[0])
+        assert record["status"] == status, record
+        assert "\n" not in record["reason"] and len(record["reason"]) <= 300, record["reason"]
+        for needle in needles:
+            assert needle in record["reason"], (needle, record["reason"])
+        assert record["stop"] is False and len(record["positions"]) == record["steps"] + 1
+        predictions = json.loads((run / "predictions.json").read_text())
+        assert list(predictions) == [str(record["episode_id"])]
+
+    return check
+
+
+def _loud_agent_ran(ctx: Ctx) -> None:
+    (line,) = (ctx.tmp / "run" / "trajectories.jsonl").read_text().splitlines()
+    record = json.loads(line)
+    assert record["status"] == "ok" and record["stop"] is True and record["actions"] == [0]
+
+
+def agent_cases() -> list[Case]:
+    """Agents that raise, exit, hang, print, answer non-actions, or cannot be loaded at all."""
+    cases = []
+    for name, (target, extra, status, needles) in AGENT_FAILURE_CASES.items():
+
+        def episode(ctx: Ctx, target=target, extra=extra) -> list[str]:
+            return _run_agent_argv(ctx, f"{{agents}}:{target}", extra)
+
+        cases.append(
+            Case(
+                f"run-agent-{name}",
+                "agents",
+                episode,
+                needles=(f"agent failures: 1 {status}",),
+                code=0,
+                after=_episode_failed(status, needles),
+            )
+        )
+    cases.append(
+        Case(
+            "run-agent-prints-to-stdout",
+            "agents",
+            lambda ctx: _run_agent_argv(ctx, "{agents}:Loud", []),
+            needles=("1 episodes run",),
+            code=0,
+            after=_loud_agent_ran,
+        )
+    )
+    for name, (agent, extra, needles) in AGENT_LOAD_CASES.items():
+
+        def load(ctx: Ctx, agent=agent, extra=extra) -> list[str]:
+            return _run_agent_argv(ctx, agent, extra)
+
+        cases.append(Case(f"run-agent-{name}", "agents", load, needles, outputs=("run",)))
+    for name in ("init-raises", "no-methods", "os-system", "file-syntax-error"):
+        agent, _, needles = AGENT_LOAD_CASES[name]
+
+        def check(ctx: Ctx, agent=agent) -> list[str]:
+            ds = ctx.dataset()
+            spec = agent.replace("{agents}", str(_agent_files(ctx)))
+            return ["check-agent", spec, "--dataset", str(ds), "--split", "val_unseen"]
+
+        cases.append(Case(f"check-agent-{name}", "agents", check, needles=("loads",), code=1))
+    return cases
+
+
 def control_cases() -> list[Case]:
     """The unmodified inputs succeed: the corpus's failures come from the hostile parts."""
 
@@ -1206,6 +1498,7 @@ def all_cases() -> list[Case]:
         + option_cases()
         + resume_cases()
         + report_cases()
+        + agent_cases()
     )
 
 

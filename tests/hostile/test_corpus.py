@@ -33,7 +33,7 @@ def _check(case: Any, ctx: Any, result: Any, before: str | None, corpus: Any) ->
         message = lines[0].replace(str(ctx.tmp), "{tmp}")
         for needle in case.needles:
             assert needle in message, (needle, message)
-    elif case.code == 1:
+    elif case.code == 1 or case.needles:  # a report line (validate, run's agent failures)
         found = [
             line for line in result.stdout.splitlines() if all(n in line for n in case.needles)
         ]
@@ -47,6 +47,8 @@ def _check(case: Any, ctx: Any, result: Any, before: str | None, corpus: Any) ->
         assert not leftovers, leftovers
     if before is not None:
         assert corpus.tree_digest(ctx.tmp / "ds") == before, "the input dataset was modified"
+    if case.after is not None:
+        case.after(ctx)
 
 
 def test_hostile_input(case: Any, ctx: Any, corpus: Any) -> None:

@@ -135,7 +135,7 @@ def _import_file(path: Path) -> Any:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # the module's own code failed (sys.exit included)
         del sys.modules[module_name]
         raise ConfigError(f"cannot load agent from {path}: {type(exc).__name__}: {exc}") from None
     return module
@@ -148,7 +148,7 @@ def _import_module(module_name: str) -> Any:
         sys.path.append(cwd)
     try:
         return importlib.import_module(module_name)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise ConfigError(f"cannot load agent module {module_name!r}: {exc}") from None
 
 
