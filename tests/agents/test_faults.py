@@ -75,12 +75,13 @@ def test_invalid_actions(dataset: Path, tmp_path: Path, bad: object, shown: str)
 @pytest.mark.parametrize("workers", [1, 2])
 def test_slow_steps_time_out(dataset: Path, tmp_path: Path, workers: int) -> None:
     summary = run_agent(
-        AGENT, dataset, "train", tmp_path, limit=2, agent_args={"sleep": 5.0}, step_timeout=0.2,
+        AGENT, dataset, "train", tmp_path, limit=2, agent_args={"sleep": 600.0}, step_timeout=0.2,
         workers=workers,
     )  # fmt: skip
-    assert summary.failures == {"timeout": 2} and summary.seconds < 5
-    for record in _records(tmp_path).values():
+    assert summary.failures == {"timeout": 2}
+    for record in _records(tmp_path).values():  # this reason comes only from the interruption
         assert record["reason"] == "act: no answer within the step timeout of 0.2 s"
+    assert summary.seconds < 120  # interrupted, not waited out (the agent sleeps 600 s)
 
 
 def test_fail_fast_stops_at_the_first_failure(dataset: Path, tmp_path: Path) -> None:

@@ -254,7 +254,8 @@ def test_client_read_and_connect_timeouts(bad_server: http.server.HTTPServer) ->
             filler.setblocking(False)
             filler.connect_ex(("127.0.0.1", port))
             fillers.append(filler)
-        time.sleep(0.2)
+        # once the first handshake is done the accept queue (backlog 0) is full
+        assert select.select([], fillers[:1], [], 10)[1], "the first filler did not connect"
         started = time.perf_counter()
         with pytest.raises(ConfigError, match=r"agent server http://127\.0\.0\.1"):
             RemoteAgent(f"http://127.0.0.1:{port}", connect_timeout=0.5)

@@ -4,6 +4,7 @@ points lose nothing, and reruns give the bytes of an uninterrupted run."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -65,13 +66,26 @@ def _leftovers(out: Path) -> list[str]:
 GEN = ("--scenes", "4", "--per-scene", "12", "-j", "1", "-q")
 
 
-def test_generate_overwrite_killed_at_random_points(tmp_path: Path) -> None:
-    refs = {seed: tmp_path / f"ref{seed}" for seed in (0, 1)}
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[int, Path], float]:
+    """Uninterrupted datasets of seeds 0 and 1 (read-only references) and the longer wall time."""
+    root = tmp_path_factory.mktemp("generated")
+    refs = {seed: root / f"ref{seed}" for seed in (0, 1)}
     seconds = max(_finish("generate", "--out", str(refs[s]), "--seed", str(s), *GEN) for s in refs)
+    return refs, seconds
+
+
+def _copy_of(ref: Path, out: Path) -> Path:
+    """``out``: a copy of a reference dataset, as ``generate --out OUT`` would have left it."""
+    shutil.copytree(ref, out, symlinks=True)
+    return out
+
+
+def test_generate_overwrite_killed_at_random_points(generated: Any, tmp_path: Path) -> None:
+    refs, seconds = generated
     expected = {seed: _files(path) for seed, path in refs.items()}
     assert expected[0] != expected[1]
-    out = tmp_path / "data"
-    _finish("generate", "--out", str(out), "--seed", "0", *GEN)
+    out = _copy_of(refs[0], tmp_path / "data")
     state = 0
     for delay in sorted(RNG.uniform(0.2, 1.1, size=3) * seconds):
         target = 1 - state
@@ -81,19 +95,18 @@ def test_generate_overwrite_killed_at_random_points(tmp_path: Path) -> None:
             f"mixed or lost files after {delay:.2f} s"
         )
         _finish("generate", "--out", str(out), "--overwrite", "--seed", str(target), *GEN)
-        assert _files(out) == expected[target]
+        assert _files(out) == expected[target]  # the rerun gives the uninterrupted bytes
         assert _leftovers(out) == [], _leftovers(out)  # reclaimed by the rerun
         state = target
 
 
-def test_generate_overwrite_interrupted_by_ctrl_c(tmp_path: Path) -> None:
-    out, new = tmp_path / "data", tmp_path / "new"
-    seconds = _finish("generate", "--out", str(out), "--seed", "0", *GEN)
-    _finish("generate", "--out", str(new), "--seed", "1", *GEN)
+def test_generate_overwrite_interrupted_by_ctrl_c(generated: Any, tmp_path: Path) -> None:
+    refs, seconds = generated
+    out = _copy_of(refs[0], tmp_path / "data")
     before = _files(out)
     _kill_at(0.6 * seconds, "generate", "--out", str(out), "--overwrite", "--seed", "1",
              *GEN, sig=signal.SIGINT)  # fmt: skip
-    assert _files(out) in (before, _files(new))  # the old dataset, or the new one complete
+    assert _files(out) in (before, _files(refs[1]))  # the old dataset, or the new one complete
     assert _leftovers(out) == []
 
 
