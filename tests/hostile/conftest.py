@@ -1507,8 +1507,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         cases = all_cases()
         metafunc.parametrize("case", cases, ids=[c.id for c in cases])
     if "sample_case" in metafunc.fixturenames:
-        cases = [c for c in all_cases() if c.category != "control"][::25]
+        cases = sample_cases()
         metafunc.parametrize("sample_case", cases, ids=[c.id for c in cases])
+
+
+def sample_cases() -> list[Case]:
+    """Every 25th non-control case: also run as a real subprocess under a memory cap."""
+    return [c for c in all_cases() if c.category != "control"][::25]
 
 
 def release_holders(tmp: Path) -> None:

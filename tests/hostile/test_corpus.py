@@ -8,8 +8,11 @@ import resource
 import subprocess
 import sys
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 MEMORY_CAP = 4 << 30
 """Address-space cap of the subprocess sample (bytes)."""
@@ -65,12 +68,13 @@ def _cap_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
-def test_sample_as_subprocess(sample_case: Any, ctx: Any, corpus: Any) -> None:
-    argv = sample_case.prepare(ctx)
-    dataset = ctx.tmp / "ds"
-    before = corpus.tree_digest(dataset) if dataset.is_dir() else None
-    kept = _digests(sample_case, ctx, corpus)
-    env = {**os.environ, "COLUMNS": "400", **sample_case.env}
+SAMPLE_CONCURRENCY = 2
+"""Sample subprocesses run at once (each has its own case folder; they share nothing)."""
+
+
+def _run_sample(prepared: tuple[Any, Any, list[str]]) -> Any:
+    case, _, argv = prepared
+    env = {**os.environ, "COLUMNS": "400", **case.env}
     done = subprocess.run(
         [sys.executable, "-m", "condvln", *argv],
         capture_output=True,
@@ -79,7 +83,41 @@ def test_sample_as_subprocess(sample_case: Any, ctx: Any, corpus: Any) -> None:
         env=env,
         preexec_fn=_cap_memory,
     )
-    result = corpus.Result(done.returncode, done.stdout, done.stderr)
+    return done
+
+
+@pytest.fixture(scope="session")
+def sample_runs(corpus: Any, base: Any, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Every sampled case run as its own ``python -m condvln`` under the memory cap.
+
+    The subprocesses run :data:`SAMPLE_CONCURRENCY` at a time (interpreter start-up dominates
+    their time); each test then checks its own case's result and folder.
+    """
+    prepared, states = [], {}
+    for case in corpus.sample_cases():
+        ctx = corpus.Ctx(base, tmp_path_factory.mktemp("sample"))
+        argv = case.prepare(ctx)
+        dataset = ctx.tmp / "ds"
+        before = corpus.tree_digest(dataset) if dataset.is_dir() else None
+        states[case.id] = (ctx, before, _digests(case, ctx, corpus))
+        prepared.append((case, ctx, argv))
+    try:
+        with ThreadPoolExecutor(SAMPLE_CONCURRENCY) as pool:
+            done = list(pool.map(_run_sample, prepared))
+    finally:
+        for _, ctx, _ in prepared:
+            corpus.release_holders(ctx.tmp)
+    results = {}
+    for (case, _, _), proc in zip(prepared, done, strict=True):
+        results[case.id] = (
+            *states[case.id],
+            corpus.Result(proc.returncode, proc.stdout, proc.stderr),
+        )
+    return results
+
+
+def test_sample_as_subprocess(sample_case: Any, sample_runs: dict, corpus: Any) -> None:
+    ctx, before, kept, result = sample_runs[sample_case.id]
     _check(sample_case, ctx, result, before, corpus)
     assert _digests(sample_case, ctx, corpus) == kept
 
