@@ -229,8 +229,5 @@ def test_cli_run_reports_failures_and_fail_fast(dataset: Path, tmp_path: Path, c
     stop = cli(*base, "--out", str(tmp_path / "b"), "--agent-arg", "bad_action=true", "--fail-fast")
     assert stop.returncode == 2 and stop.stderr.count("\n") == 1 and "Traceback" not in stop.stderr
     assert "invalid_action: act returned True (bool)" in stop.stderr
-    bad = cli(*base, "--out", str(tmp_path / "c"), "--agent-arg", "oops")
-    assert bad.returncode == 2 and "--agent-arg 'oops': expected KEY=VALUE" in bad.stderr
-    gone = cli(*base, "--out", str(tmp_path / "d"), "--agent", "http://127.0.0.1:9")
-    assert gone.returncode == 2 and gone.stderr.startswith("condvln: error: agent server")
-    assert gone.stderr.count("\n") == 1
+    # agents that cannot start (bad --agent-arg, unreachable server, ...) are hostile-corpus
+    # cases: tests/hostile/conftest.py AGENT_LOAD_CASES
