@@ -5,7 +5,7 @@
 The protocol (also in the README and the server's docstring):
 
 * ``GET /info`` → ``{"protocol": "condvln-agent", "version": 1, "name", "instruction_source",
-  "max_batch_size"}``;
+  "max_batch_size", "observation_format"}``;
 * ``POST /reset`` ``{"version": 1, "episode": {...}}`` → ``{"ok": true}``;
 * ``POST /act`` ``{"version": 1, "batch": [{"episode_id", "observation",
   "habitat_observation"}, ...]}`` → ``{"actions": [...]}``;
