@@ -239,6 +239,7 @@ def _generate(
         radii=(config.multi_room_radius, config.single_room_radius),
         on_scene_done=tick("sampling", len(specs)),
         strata=[groups[i] for i in range(len(specs))],
+        train_stratum="seen",
     )
     _require_distinct_ids(specs, synth.scene_ids)
     by_scene: dict[str, list[Instance]] = defaultdict(list)
