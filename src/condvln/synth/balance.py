@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -65,7 +65,7 @@ PROBE_SLACK = 4.0
 MAX_TRIM = 0.2
 """Largest share of a stratum's leaf-balanced instances that truth balancing may drop."""
 
-SECOND_TRIM = 0.05
+SECOND_TRIM = 0.1
 """Largest share of a stratum the second pass (the learned frequency prior) may drop."""
 
 STRATUM = "#"
@@ -119,9 +119,16 @@ def _allowed(key: Key, n: int) -> float:
     return float(n) if n < 10 else GLOBAL_SLACK * n
 
 
-GLOBAL_WEIGHT = 10.0
+GLOBAL_WEIGHT = 40.0
 """How much more a run-wide group's skew counts than a stratum's when rows are dropped (the
 run-wide guarantee is the one the dataset card states)."""
+
+
+SWEEPS = 3
+"""Passes over the instances, worst first, when rows are dropped."""
+
+PROBE_WEIGHT = 5.0
+"""How much a blind prior's lead over chance counts when rows are dropped."""
 
 
 def _excess(counts: TruthCounts, key: Key, truth: bool) -> float:
@@ -129,6 +136,8 @@ def _excess(counts: TruthCounts, key: Key, truth: bool) -> float:
     weighted by :data:`GLOBAL_WEIGHT` for run-wide groups."""
     n = counts[key, True] + counts[key, False]
     excess = counts[key, truth] - counts[key, not truth] - _allowed(key, n)
+    if key[1:2] == (PROBE,):
+        return PROBE_WEIGHT * excess
     return GLOBAL_WEIGHT * excess if key[0][:1] not in (STRATUM, "*") else excess
 
 
@@ -188,6 +197,7 @@ def _trim_rows(
     rng: np.random.Generator,
     priors: dict[str, dict[str, ConditionPrior]],
     cap: float = MAX_TRIM,
+    frozen: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> list[Instance]:
     """Drop whole rows (one instance of every gold leaf of a cell and stratum) while that
     reduces truth skew, counted per stratum and over all strata, and the blind priors' lead
@@ -195,7 +205,7 @@ def _trim_rows(
 
     The worst instances (largest :func:`_badness`) seed the rows; each other leaf of the
     cell gives up its own worst instance. Leaf balance is kept exactly; at most ``cap`` of a
-    stratum is dropped.
+    stratum is dropped, none of the strata in ``frozen``.
     """
     counts: TruthCounts = Counter()
     keys = [_balance_keys(i, labels[j], priors.get(labels[j], {})) for j, i in enumerate(items)]
@@ -212,49 +222,50 @@ def _trim_rows(
     budget = {label: cap * n for label, n in sizes.items()}
     for j, value in enumerate(near):
         nearest_excess[labels[j]] += value
-    seeds = sorted(range(len(items)), key=lambda j: (-_badness(counts, keys[j]), ties[j]))
-    for j in seeds:
-        if j in removed or _badness(counts, keys[j]) <= 0.0:
-            continue
-        inst = items[j]
-        if budget[labels[j]] < inst.n_leaves:
-            continue
-        row = [j]
-        for leaf in range(inst.n_leaves):
-            if leaf == inst.gold_leaf:
+    for _ in range(SWEEPS):
+        seeds = sorted(range(len(items)), key=lambda j: (-_badness(counts, keys[j]), ties[j]))
+        for j in seeds:
+            if j in removed or labels[j] in frozen or _badness(counts, keys[j]) <= 0.0:
                 continue
-            members = [m for m in cells[f"{labels[j]}|{cell_key(inst)}", leaf] if m not in removed]
-            if not members:
-                break
-            row.append(
-                max(
-                    members,
-                    key=lambda m: (
-                        _badness(counts, keys[m]),
-                        near[m] * nearest_excess[labels[j]],
-                        ties[m],
-                    ),
+            inst = items[j]
+            if budget[labels[j]] < inst.n_leaves:
+                continue
+            row = [j]
+            for leaf in range(inst.n_leaves):
+                if leaf == inst.gold_leaf:
+                    continue
+                members = [m for m in cells[f"{labels[j]}|{cell_key(inst)}", leaf] if m not in removed]
+                if not members:
+                    break
+                row.append(
+                    max(
+                        members,
+                        key=lambda m: (
+                            _badness(counts, keys[m]),
+                            near[m] * nearest_excess[labels[j]],
+                            ties[m],
+                        ),
+                    )
                 )
-            )
-        if len(row) < inst.n_leaves:
-            continue
-        shifted = nearest_excess[labels[j]] - sum(near[m] for m in row)
-        limit = max(2.0, 0.01 * sizes[labels[j]])
-        if abs(shifted) > limit and abs(shifted) > abs(nearest_excess[labels[j]]):
-            continue  # would make "the gold goal is the nearest" a shortcut
-        touched = {k for m in row for k, _ in keys[m]}
-        before = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
-        for m in row:
-            counts.subtract(keys[m])
-        after = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
-        if after < before:
-            removed.update(row)
-            sizes[labels[j]] -= len(row)
-            budget[labels[j]] -= len(row)
-            nearest_excess[labels[j]] = shifted
-        else:
+            if len(row) < inst.n_leaves:
+                continue
+            shifted = nearest_excess[labels[j]] - sum(near[m] for m in row)
+            limit = max(2.0, 0.01 * sizes[labels[j]])
+            if abs(shifted) > limit and abs(shifted) > abs(nearest_excess[labels[j]]):
+                continue  # would make "the gold goal is the nearest" a shortcut
+            touched = {k for m in row for k, _ in keys[m]}
+            before = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
             for m in row:
-                counts.update(keys[m])
+                counts.subtract(keys[m])
+            after = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
+            if after < before:
+                removed.update(row)
+                sizes[labels[j]] -= len(row)
+                budget[labels[j]] -= len(row)
+                nearest_excess[labels[j]] = shifted
+            else:
+                for m in row:
+                    counts.update(keys[m])
     return [inst for j, inst in enumerate(items) if j not in removed]
 
 
@@ -262,7 +273,7 @@ def balance(
     instances: Sequence[Instance],
     seed: int,
     strata: Sequence[str] | None = None,
-    train: str | None = None,
+    train: Callable[[Instance, str], bool] | None = None,
 ) -> list[Instance]:
     """Subsample ``instances``: equal gold-leaf counts per cell, truths balanced per group,
     blind priors held at chance.
@@ -272,9 +283,10 @@ def balance(
     gold paths' conditions are balanced per condition group and per condition type, within each
     stratum and over the whole run (slack :data:`TRUTH_SLACK`, :data:`POOLED_SLACK`), and the
     catalogue prior's branch hits per category and truth guesses per condition type are held at
-    chance within each stratum. With ``train`` (the label of the stratum blind probes are
-    trained on) a second pass does the same for the frequency prior learned on that stratum's
-    kept instances, in the other strata. The order of ``instances`` is preserved.
+    chance within each stratum. With ``train`` (``train(instance, stratum)``: whether blind probes are trained on it)
+    a second pass does the same, in the strata holding no training instance, for the frequency
+    prior learned on the kept training instances; strata with training instances are left as
+    they are then, so that prior stays the one the probes learn. The order of ``instances`` is preserved.
     """
     rng = np.random.default_rng(seed)
     position = {id(inst): i for i, inst in enumerate(instances)}
@@ -293,18 +305,19 @@ def balance(
     kept_ids = {id(i) for i in _trim_rows(chosen, chosen_labels, rng, priors)}
     chosen_labels = [lab for i, lab in zip(chosen, chosen_labels, strict=True) if id(i) in kept_ids]
     chosen = [i for i in chosen if id(i) in kept_ids]
-    if train is not None and train in by_stratum:
+    if train is not None:
+        used = [train(i, lab) for i, lab in zip(chosen, chosen_labels, strict=True)]
+        training = {lab for lab, u in zip(chosen_labels, used, strict=True) if u}
         learned = FrequencyPrior(
             (c, t)
-            for i, lab in zip(chosen, chosen_labels, strict=True)
-            if lab == train
+            for i, u in zip(chosen, used, strict=True)
+            if u
             for c, t in i.resolution.condition_truths
         )
         priors = {
-            label: {**commonsense, "text": learned} if label != train else commonsense
-            for label in by_stratum
+            label: {**commonsense, "text": learned} for label in by_stratum if label not in training
         }
-        chosen = _trim_rows(chosen, chosen_labels, rng, priors, cap=SECOND_TRIM)
+        chosen = _trim_rows(chosen, chosen_labels, rng, priors, SECOND_TRIM, frozen=training)
     chosen.sort(key=lambda inst: position[id(inst)])
     members = Counter(i.pair_id for i in chosen if i.pair_id is not None)
     return [

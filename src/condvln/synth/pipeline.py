@@ -203,7 +203,7 @@ def run_synthesis(
     radii: tuple[float, float] = (1.0, 0.5),
     on_scene_done: Callable[[], None] | None = None,
     strata: Sequence[str] | None = None,
-    train_stratum: str | None = None,
+    train: Callable[[Instance, str], bool] | None = None,
 ) -> SynthesisResult:
     """Sample ``per_scene`` instances in every scene, then balance them.
 
@@ -212,8 +212,8 @@ def run_synthesis(
     varies (with fewer than :data:`MIN_SCENES_FOR_GROUPS` scenes there is no distribution to
     speak of: any group is asked, and only balancing evens the truths). ``strata`` (one label
     per scene, e.g. its split group) makes balancing hold within each stratum, not only over
-    the whole run, with group statistics of its own; ``train_stratum`` names the stratum blind
-    probes learn from (:func:`~condvln.synth.balance.balance`). ``radii`` are the success radii of multi-room and single-room scenes (leaf
+    the whole run, with group statistics of its own; ``train`` tells the instances blind probes
+    learn from (:func:`~condvln.synth.balance.balance`). ``radii`` are the success radii of multi-room and single-room scenes (leaf
     goals are sampled more than twice the radius apart). ``workers`` is a process count or an
     :class:`~condvln.parallel.Executor` (one task per scene).
     """
@@ -235,7 +235,7 @@ def run_synthesis(
         stratum_of[scene_id] = labels[index]
         gathered.extend(found)
         rejections.update(rejected)
-    kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train_stratum)
+    kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
     rejections["balancing"] += len(gathered) - len(kept)
     report = balance_report(kept)
     report["group_scan"] = (
