@@ -35,29 +35,39 @@ def report(benchmark_dataset: Path) -> dict[str, Any]:
 
 
 def _noise(cell: dict[str, Any], chance: float) -> float:
-    """2.6 standard errors of an accuracy at ``chance`` over the cell's count (percent)."""
+    """Two standard errors of an accuracy at ``chance`` over the cell's count (percent)."""
     p = chance / 100.0
-    return 260.0 * math.sqrt(p * (1.0 - p) / cell["n"])
+    return 200.0 * math.sqrt(p * (1.0 - p) / cell["n"])
 
 
 def test_blind_probes_score_chance_overall(report: dict[str, Any]) -> None:
     """The issue's tolerances: ±3 pp overall, constant branch and nearest goal ±2 pp."""
-    assert report["episodes"] >= 500
+    assert report["episodes"] >= 600
     problems = violations(report, Tolerances(category=100.0, condition=100.0))
     assert problems == []
 
 
-def test_blind_probes_per_category_and_condition_type(report: dict[str, Any]) -> None:
-    """Per category / condition type: the issue's ±6 pp, widened to 2.6 standard errors where
-    the cell is too small for ±6 pp to exceed sampling noise (≈ 100 episodes per category)."""
-    for probe in ("text_prior", "commonsense_prior", "bag_of_words"):
+def test_priors_score_chance_per_category_and_condition_type(report: dict[str, Any]) -> None:
+    """The issue's ±6 pp for both priors, per Table-1 category and per condition type (the
+    generator holds them at chance by construction, so no widening for sampling noise)."""
+    for probe in ("text_prior", "commonsense_prior"):
         for category, cell in report["branch"][probe].items():
-            if category != "all" and cell["n"]:
-                limit = max(6.0, _noise(cell, cell["chance"]))
-                assert abs(cell["accuracy"] - cell["chance"]) <= limit, (probe, category)
+            if category != "all":
+                assert cell["n"] >= 60, (probe, category)
+                assert abs(cell["accuracy"] - cell["chance"]) <= 6.0, (probe, category)
     for prior in ("text_prior", "commonsense_prior"):
         for kind, cell in report["conditions"][prior].items():
-            assert abs(cell["accuracy"] - 50.0) <= max(6.0, _noise(cell, 50.0)), (prior, kind)
+            assert abs(cell["accuracy"] - 50.0) <= 6.0, (prior, kind, cell["n"])
+
+
+def test_bag_of_words_scores_chance_per_category(report: dict[str, Any]) -> None:
+    """Bag-of-words: the issue's ±6 pp, widened to two standard errors where a category holds
+    too few episodes for ±6 pp to exceed sampling noise (a learned probe cannot be held at
+    chance by construction; about 80–180 episodes per category here)."""
+    for category, cell in report["branch"]["bag_of_words"].items():
+        if category != "all":
+            limit = max(6.0, _noise(cell, cell["chance"]))
+            assert abs(cell["accuracy"] - cell["chance"]) <= limit, category
 
 
 def test_every_category_is_in_every_split(benchmark_dataset: Path) -> None:

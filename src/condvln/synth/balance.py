@@ -97,7 +97,9 @@ def _probe_keys(inst: Instance, name: str, prior: ConditionPrior) -> list[tuple[
     keys: list[tuple[Key, bool]] = [(category, True)] * (inst.n_leaves - 1) if hit else []
     keys += [] if hit else [(category, False)]
     for condition, truth in inst.resolution.condition_truths:
-        keys.append(((PROBE, name + " truth", condition_type(condition)), guess(prior, condition) == truth))
+        keys.append(
+            ((PROBE, name + " truth", condition_type(condition)), guess(prior, condition) == truth)
+        )
     return keys
 
 
@@ -234,7 +236,9 @@ def _trim_rows(
             for leaf in range(inst.n_leaves):
                 if leaf == inst.gold_leaf:
                     continue
-                members = [m for m in cells[f"{labels[j]}|{cell_key(inst)}", leaf] if m not in removed]
+                members = [
+                    m for m in cells[f"{labels[j]}|{cell_key(inst)}", leaf] if m not in removed
+                ]
                 if not members:
                     break
                 row.append(

@@ -181,9 +181,7 @@ def _stratum_groups(
         members = [c for c, lab in zip(counts, labels, strict=True) if lab == label]
         if len(members) >= MIN_SCENES_FOR_GROUPS:
             own = GroupStats.total(members)
-            by_label[label] = GroupStats(
-                {k: v for k, v in own.counts.items() if total.usable(k)}
-            )
+            by_label[label] = GroupStats({k: v for k, v in own.counts.items() if total.usable(k)})
     return total, [by_label.get(label, total) for label in labels]
 
 

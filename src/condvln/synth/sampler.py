@@ -486,7 +486,8 @@ def _prefix(
         inside = [o for o in order if ctx.room_at(ctx.targets[o][1]) == room]
         if not inside:
             raise Rejected("no_waypoint_in_room")
-        order = [o for o in order if o != inside[0]][: bucket.horizon - 1] + [inside[0]]
+        last = inside[0]
+        order = [*[o for o in order if o != last][: bucket.horizon - 1], last]
     prefix_ids = order[: bucket.horizon]
     if len(prefix_ids) < bucket.horizon:
         raise Rejected("not_enough_waypoints")
