@@ -207,7 +207,8 @@ def _trim_rows(
 
     The worst instances (largest :func:`_badness`) seed the rows; each other leaf of the
     cell gives up its own worst instance. Leaf balance is kept exactly; at most ``cap`` of a
-    stratum is dropped, none of the strata in ``frozen``.
+    stratum is dropped, none of the strata in ``frozen``, and every Table-1 category keeps at
+    least half its instances in each stratum (and at least one).
     """
     counts: TruthCounts = Counter()
     keys = [_balance_keys(i, labels[j], priors.get(labels[j], {})) for j, i in enumerate(items)]
@@ -222,6 +223,8 @@ def _trim_rows(
     nearest_excess: Counter[str] = Counter()  # per stratum: "gold is nearest" above chance
     sizes = Counter(labels)
     budget = {label: cap * n for label, n in sizes.items()}
+    per_category = Counter((labels[j], i.bucket.category) for j, i in enumerate(items))
+    floor = {k: max(n / 2, 1) for k, n in per_category.items()}  # no category is trimmed away
     for j, value in enumerate(near):
         nearest_excess[labels[j]] += value
     for _ in range(SWEEPS):
@@ -230,7 +233,10 @@ def _trim_rows(
             if j in removed or labels[j] in frozen or _badness(counts, keys[j]) <= 0.0:
                 continue
             inst = items[j]
+            category = (labels[j], inst.bucket.category)
             if budget[labels[j]] < inst.n_leaves:
+                continue
+            if per_category[category] - inst.n_leaves < floor[category]:
                 continue
             row = [j]
             for leaf in range(inst.n_leaves):
@@ -266,6 +272,7 @@ def _trim_rows(
                 removed.update(row)
                 sizes[labels[j]] -= len(row)
                 budget[labels[j]] -= len(row)
+                per_category[category] -= len(row)
                 nearest_excess[labels[j]] = shifted
             else:
                 for m in row:

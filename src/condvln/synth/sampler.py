@@ -570,6 +570,10 @@ BUCKET_RETRIES = 2
 DRAW_FACTOR = 60
 """Condition draws not kept allowed per budgeted attempt (they do not use up the budget)."""
 
+MAX_FAILED_ROWS = 12
+"""Consecutive failed rows (each in the category's next bucket) after which a category stops
+in a scene."""
+
 
 def category_rows(quota: float, n_leaves: int, n_categories: int, rank: int) -> int:
     """Rows (one instance per gold leaf) a category is due in the scene of ``rank``.
@@ -600,12 +604,14 @@ def synthesize_scene(
     A **row** is one instance of every gold leaf of one bucket (starting at leaf
     ``leaf_offset``), so gold leaves are balanced per bucket within the scene and global
     balancing has nothing to discard for them. Every category is first given the rows it is due
-    (:func:`category_rows`, ``leaf_offset`` being the scene's rank in its stratum), its buckets
-    taking turns from a random one; then rows are added round-robin over the categories that
-    succeeded until ``quota`` is reached. A leaf attempt is retried up to
+    (:func:`category_rows`, ``leaf_offset`` being the scene's rank in its stratum), one row per
+    category in turn, its buckets taking turns from a random one; then rows are added to the
+    categories still sampling until ``quota`` is reached. A leaf attempt is retried up to
     :data:`BUCKET_RETRIES` times (condition draws not kept are retried at once, bounded by
     :data:`DRAW_FACTOR`); a row with a leaf that fails is dropped whole and the category's next
-    bucket is tried, and a category whose every bucket failed in a row stops in this scene.
+    bucket is tried; a category stops in this scene after :data:`MAX_FAILED_ROWS` failed rows
+    in a row (so a category the scene cannot hold does not use up the attempt budget,
+    ``12 × quota`` by default). Top-up rows go to the category with the fewest instances so far.
     """
     buckets = buckets or all_buckets()
     categories = list(dict.fromkeys(b.category for b in buckets))
@@ -613,18 +619,23 @@ def synthesize_scene(
     turn = {c: int(rng.integers(len(by_category[c]))) for c in categories}
     rejections: Counter[str] = Counter()
     found: list[Instance] = []
-    budget = max_attempts or max(8 * math.ceil(quota), 24)
+    budget = max_attempts or max(12 * math.ceil(quota), 24)
     spent = draws = 0
+    made = dict.fromkeys(categories, 0)
     failures = dict.fromkeys(categories, 0)
+
+    def live(category: str) -> bool:
+        return failures[category] < MAX_FAILED_ROWS and spent < budget
 
     def add_row(category: str) -> bool:
         options = by_category[category]
-        while failures[category] < len(options) and spent < budget:
+        while live(category):
             bucket = options[turn[category] % len(options)]
             turn[category] += 1
             row = _row(bucket)
             if row is not None:
                 failures[category] = 0
+                made[category] += len(row)
                 found.extend(row)
                 return True
             failures[category] += 1
@@ -654,18 +665,23 @@ def synthesize_scene(
                 return None
         return row
 
-    for category in categories:
-        due = category_rows(quota, SKELETONS[category].n_leaves, len(categories), leaf_offset)
-        for _ in range(due):
-            if not add_row(category):
-                break
-    k = leaf_offset
-    while len(found) < quota and spent < budget:
-        live = [c for c in categories if failures[c] < len(by_category[c])]
-        if not live:
+    due = {
+        c: category_rows(quota, SKELETONS[c].n_leaves, len(categories), leaf_offset)
+        for c in categories
+    }
+    while any(due[c] > 0 and live(c) for c in categories):  # one due row per category in turn
+        for category in categories:
+            if due[category] > 0 and live(category):
+                due[category] -= 1
+                add_row(category)
+    rotated = (
+        categories[leaf_offset % len(categories) :] + categories[: leaf_offset % len(categories)]
+    )
+    while len(found) < quota:
+        alive = [c for c in rotated if live(c)]
+        if not alive:
             break
-        add_row(live[k % len(live)])
-        k += 1
+        add_row(min(alive, key=lambda c: made[c]))  # the category furthest behind its share
     return found, rejections
 
 
