@@ -8,6 +8,7 @@ folder is written to a temporary sibling and renamed into place: nothing half-wr
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -175,16 +176,24 @@ def requested_episodes(groups: dict[int, str], config: GenerateConfig) -> dict[s
     }
 
 
-def _split_of(group: str, inst: Instance, config: GenerateConfig, k: int) -> str:
+def _split_of(group: str, inst: Instance, config: GenerateConfig) -> str:
+    """The split of an instance of a scene in ``group``: seen scenes' instances go to train or
+    val_seen by a hash of the instance's scene and start (a minimal pair stays together), so balancing
+    can tell the train split before episodes are built."""
     if group != "seen":
         return group
-    key = inst.pair_id or f"{inst.scene_id}/{k}"
+    key = f"{inst.scene_id}/{inst.start}"  # a minimal pair shares its start
     digest = hashlib.sha256(f"{config.seed}:{key}".encode()).digest()
     return (
         "val_seen"
         if int.from_bytes(digest[:8], "little") / 2**64 < config.val_seen_share
         else "train"
     )
+
+
+def _is_train(inst: Instance, group: str, config: GenerateConfig) -> bool:
+    """Whether an instance of a scene in split group ``group`` lands in train."""
+    return _split_of(group, inst, config) == "train"
 
 
 def generate_dataset(
@@ -239,6 +248,7 @@ def _generate(
         radii=(config.multi_room_radius, config.single_room_radius),
         on_scene_done=tick("sampling", len(specs)),
         strata=[groups[i] for i in range(len(specs))],
+        train=functools.partial(_is_train, config=config),
     )
     _require_distinct_ids(specs, synth.scene_ids)
     by_scene: dict[str, list[Instance]] = defaultdict(list)
@@ -273,8 +283,8 @@ def _write(
     rejections = Counter(synth.rejections)
     for index, scene in enumerate(built):
         rejections.update(scene.rejections)
-        for k, record in enumerate(scene.records):
-            splits[_split_of(groups[index], record[2], config, k)].append(record)
+        for record in scene.records:
+            splits[_split_of(groups[index], record[2], config)].append(record)
     texts = [
         t
         for records in splits.values()

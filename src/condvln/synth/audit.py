@@ -65,20 +65,37 @@ class Tolerances:
 _WORD = re.compile(r"[a-z]+")
 
 
-class BagOfWords:
-    """Multinomial logistic regression (L2) from word presence to the gold branch, per branch count."""
+L2_GRID = (1.0, 10.0, 100.0)
+"""L2 strengths the bag-of-words probe chooses from by cross-validation on train."""
 
-    def __init__(self, train: Sequence[Episode], l2: float = 1.0) -> None:
+FOLDS = 5
+"""Cross-validation folds (episodes dealt round-robin, so the choice is deterministic)."""
+
+
+class BagOfWords:
+    """Multinomial logistic regression (L2) from word presence to the gold branch, per branch
+    count; the L2 strength is chosen per branch count by :data:`FOLDS`-fold cross-validation on
+    train over :data:`L2_GRID` (unless ``l2`` is given), as a probe looking for a leak would be
+    tuned — an over-fitted probe only adds noise.
+
+    Attributes:
+        chosen_l2: Branch count → the L2 strength used.
+    """
+
+    def __init__(self, train: Sequence[Episode], l2: float | None = None) -> None:
         words = sorted({w for e in train for w in _words(e)})
         self.index = {w: i for i, w in enumerate(words)}
         self.models: dict[int, np.ndarray] = {}
+        self.chosen_l2: dict[int, float] = {}
         by_n: dict[int, list[Episode]] = defaultdict(list)
         for episode in train:
             by_n[_info(episode)["n_branches"]].append(episode)
         for n, items in sorted(by_n.items()):
             x = self._features(items)
             y = np.array([_info(e)["leaf_index"] for e in items])
-            self.models[n] = _fit_softmax(x, y, n, l2)
+            strength = l2 if l2 is not None else _cross_validated_l2(x, y, n)
+            self.chosen_l2[n] = strength
+            self.models[n] = _fit_softmax(x, y, n, strength)
 
     def _features(self, episodes: Sequence[Episode]) -> np.ndarray:
         x = np.zeros((len(episodes), len(self.index) + 1))
@@ -100,6 +117,22 @@ class BagOfWords:
             scores = self._features([episode]) @ weights
             out.append(int(np.argmax(scores[0])))
         return out
+
+
+def _cross_validated_l2(x: np.ndarray, y: np.ndarray, n: int) -> float:
+    """The :data:`L2_GRID` strength with the best held-out accuracy (ties: the stronger)."""
+    if len(y) < 2 * FOLDS:
+        return L2_GRID[-1]
+    fold = np.arange(len(y)) % FOLDS
+    best, best_score = L2_GRID[-1], -1.0
+    for strength in reversed(L2_GRID):
+        hits = 0
+        for k in range(FOLDS):
+            w = _fit_softmax(x[fold != k], y[fold != k], n, strength)
+            hits += int(np.sum(np.argmax(x[fold == k] @ w, axis=1) == y[fold == k]))
+        if hits > best_score:
+            best, best_score = strength, hits
+    return best
 
 
 def _fit_softmax(x: np.ndarray, y: np.ndarray, n: int, l2: float) -> np.ndarray:

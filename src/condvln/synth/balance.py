@@ -13,13 +13,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from condvln.synth.priors import group_of, group_text
+from condvln.synth.priors import (
+    CommonsensePrior,
+    ConditionPrior,
+    FrequencyPrior,
+    condition_type,
+    group_of,
+    group_text,
+    guess,
+    predicted_leaf,
+)
 from condvln.synth.sampler import Instance
 
 
@@ -39,9 +48,9 @@ TRUTH_SLACK = 0.1
 """Per group of ``n ≥ MIN_GROUP`` uses, ``|true − false| ≤ max(2, TRUTH_SLACK × n)`` (majority
 share ≤ 0.6 from 10 uses on, ≤ 0.55 from 20 on)."""
 
-GLOBAL_SLACK = 0.18
+GLOBAL_SLACK = 0.15
 """Over the whole run, a group used ``n ≥ 10`` times keeps ``|true − false| ≤ GLOBAL_SLACK × n``
-(majority share ≤ 0.59)."""
+(majority share ≤ 0.575)."""
 
 MIN_GROUP = 5
 """Groups used fewer times are left alone (their type's pooled balance still holds)."""
@@ -49,27 +58,62 @@ MIN_GROUP = 5
 POOLED_SLACK = 0.02
 """Per condition type (pooled over groups), ``|true − false| ≤ max(2, POOLED_SLACK × n)``."""
 
+PROBE_SLACK = 4.0
+"""Per stratum and Table-1 category, how far a blind prior's weighted hits may sit from chance
+(a hit of an ``n``-branch episode weighs ``n − 1``, a miss 1, so 4 ≈ one episode)."""
 
-def _truth_keys(inst: Instance) -> list[tuple[tuple[str, ...], bool]]:
+MAX_TRIM = 0.2
+"""Largest share of a stratum's leaf-balanced instances that truth balancing may drop."""
+
+SECOND_TRIM = 0.1
+"""Largest share of a stratum the second pass (the learned frequency prior) may drop."""
+
+STRATUM = "#"
+"""Prefix of a stratum label inside a balance key."""
+
+PROBE = "!"
+"""Marker of a blind-probe key (second element, after the stratum)."""
+
+Key = tuple[str, ...]
+TruthCounts = Counter[tuple[Key, bool]]
+
+
+def _truth_keys(inst: Instance) -> list[tuple[Key, bool]]:
     """The balance keys of the conditions the gold path evaluates, each with its truth: the
-    group, the group within the instance's Table-1 category (the text shows the category, so a
-    group must not lean one way there), and the pooled condition type."""
-    keys: list[tuple[tuple[str, ...], bool]] = []
+    group and the pooled condition type."""
+    keys: list[tuple[Key, bool]] = []
     for condition, truth in inst.resolution.condition_truths:
         group = group_of(condition)
-        keys += [(group, truth), (("@" + inst.bucket.category, *group), truth)]
-        keys += [(("*", group[0]), truth)]
+        keys += [(group, truth), (("*", group[0]), truth)]
     return keys
 
 
-def _allowed(key: tuple[str, ...], n: int) -> float:
+def _probe_keys(inst: Instance, name: str, prior: ConditionPrior) -> list[tuple[Key, bool]]:
+    """Keys that hold a blind prior at chance: its branch hits in the instance's category
+    (a hit weighs ``n − 1`` true, a miss one false, equal at chance ``1 / n``) and its truth
+    guesses per condition type (right / wrong)."""
+    hit = predicted_leaf(inst.program, prior) == inst.gold_leaf
+    category = (PROBE, name, inst.bucket.category)
+    keys: list[tuple[Key, bool]] = [(category, True)] * (inst.n_leaves - 1) if hit else []
+    keys += [] if hit else [(category, False)]
+    for condition, truth in inst.resolution.condition_truths:
+        keys.append(
+            ((PROBE, name + " truth", condition_type(condition)), guess(prior, condition) == truth)
+        )
+    return keys
+
+
+def _allowed(key: Key, n: int) -> float:
     """Largest ``|true − false|`` tolerated for a balance key used ``n`` times.
 
-    Pooled types: :data:`POOLED_SLACK`. Groups within a stratum: :data:`TRUTH_SLACK` from
-    :data:`MIN_GROUP` uses on. Groups over the whole run (keys without a stratum): only the
-    guarantee, majority share ≤ 0.6 from 10 uses on — binding them tighter would push the
-    strata's leans apart, so a prior learned on train would be wrong on purpose elsewhere.
+    Pooled types: :data:`POOLED_SLACK`; blind probes: :data:`PROBE_SLACK` (truth guesses:
+    the pooled slack). Groups within a stratum: :data:`TRUTH_SLACK` from :data:`MIN_GROUP`
+    uses on. Groups over the whole run (keys without a stratum): only the guarantee, majority
+    share ≤ 0.6 from 10 uses on — binding them tighter would push the strata's leans apart, so
+    a prior learned on train would be wrong on purpose elsewhere.
     """
+    if key[1:2] == (PROBE,):
+        return max(2.0, POOLED_SLACK * n) if key[2].endswith(" truth") else PROBE_SLACK
     if "*" in key[:2]:
         return max(2.0, POOLED_SLACK * n)
     if key[0].startswith(STRATUM):
@@ -77,28 +121,37 @@ def _allowed(key: tuple[str, ...], n: int) -> float:
     return float(n) if n < 10 else GLOBAL_SLACK * n
 
 
-STRATUM = "#"
-"""Prefix of a stratum label inside a balance key."""
+GLOBAL_WEIGHT = 40.0
+"""How much more a run-wide group's skew counts than a stratum's when rows are dropped (the
+run-wide guarantee is the one the dataset card states)."""
 
-TruthCounts = Counter[tuple[tuple[str, ...], bool]]
+
+SWEEPS = 3
+"""Passes over the instances, worst first, when rows are dropped."""
+
+PROBE_WEIGHT = 5.0
+"""How much a blind prior's lead over chance counts when rows are dropped."""
 
 
-def _excess(counts: TruthCounts, key: tuple[str, ...], truth: bool) -> float:
-    """How far ``truth`` outnumbers the other truth of ``key`` beyond the slack (≤ 0: fine)."""
+def _excess(counts: TruthCounts, key: Key, truth: bool) -> float:
+    """How far ``truth`` outnumbers the other truth of ``key`` beyond the slack (≤ 0: fine),
+    weighted by :data:`GLOBAL_WEIGHT` for run-wide groups."""
     n = counts[key, True] + counts[key, False]
-    return counts[key, truth] - counts[key, not truth] - _allowed(key, n)
+    excess = counts[key, truth] - counts[key, not truth] - _allowed(key, n)
+    if key[1:2] == (PROBE,):
+        return PROBE_WEIGHT * excess
+    return GLOBAL_WEIGHT * excess if key[0][:1] not in (STRATUM, "*") else excess
 
 
-def _badness(counts: TruthCounts, keys: list[tuple[tuple[str, ...], bool]]) -> float:
+def _badness(counts: TruthCounts, keys: list[tuple[Key, bool]]) -> float:
     """How much an instance with these keys contributes to skew beyond the slack."""
     return sum(max(0.0, _excess(counts, k, t)) for k, t in keys)
 
 
 def cell_key(inst: Instance) -> str:
-    """The part of an instance's bucket its text shows: category, composition, horizon
-    (evidence observability depends on the start position, not on the words)."""
-    b = inst.bucket
-    return f"{b.category}/{b.composition}/h{b.horizon}"
+    """The cell gold leaves are balanced in: the instance's whole bucket (category,
+    composition, evidence observability at the decision point, horizon)."""
+    return inst.bucket.key
 
 
 def _leaf_balance(items: list[Instance], rng: np.random.Generator) -> list[Instance]:
@@ -128,21 +181,37 @@ def _leaf_balance(items: list[Instance], rng: np.random.Generator) -> list[Insta
     return chosen
 
 
+def _balance_keys(
+    inst: Instance, label: str, priors: dict[str, ConditionPrior]
+) -> list[tuple[Key, bool]]:
+    """Every key an instance counts towards in truth balancing: its groups and types within its
+    stratum and over the run, and the blind priors' hits within its stratum."""
+    own = _truth_keys(inst)
+    keys = [((STRATUM + label, *k), t) for k, t in own] + own
+    for name, prior in priors.items():
+        keys += [((STRATUM + label, *k), t) for k, t in _probe_keys(inst, name, prior)]
+    return keys
+
+
 def _trim_rows(
-    items: list[Instance], labels: list[str], rng: np.random.Generator
+    items: list[Instance],
+    labels: list[str],
+    rng: np.random.Generator,
+    priors: dict[str, dict[str, ConditionPrior]],
+    cap: float = MAX_TRIM,
+    frozen: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> list[Instance]:
     """Drop whole rows (one instance of every gold leaf of a cell and stratum) while that
-    reduces truth skew, counted per stratum and over all strata.
+    reduces truth skew, counted per stratum and over all strata, and the blind priors' lead
+    over chance (``priors``: stratum label → probe name → prior).
 
     The worst instances (largest :func:`_badness`) seed the rows; each other leaf of the
-    cell gives up its own worst instance. Leaf balance is kept exactly.
+    cell gives up its own worst instance. Leaf balance is kept exactly; at most ``cap`` of a
+    stratum is dropped, none of the strata in ``frozen``, and every Table-1 category keeps at
+    least half its instances in each stratum (and at least one).
     """
     counts: TruthCounts = Counter()
-    keys = [
-        [((STRATUM + labels[j], *k), t) for k, t in _truth_keys(i)]
-        + [(k, t) for k, t in _truth_keys(i) if k[0][0] != "@"]
-        for j, i in enumerate(items)
-    ]
+    keys = [_balance_keys(i, labels[j], priors.get(labels[j], {})) for j, i in enumerate(items)]
     for item_keys in keys:
         counts.update(item_keys)
     cells: dict[tuple[str, int], list[int]] = defaultdict(list)  # (stratum|cell, leaf)
@@ -153,61 +222,82 @@ def _trim_rows(
     near = [float(i.gold_is_nearest) - 1.0 / i.n_leaves for i in items]
     nearest_excess: Counter[str] = Counter()  # per stratum: "gold is nearest" above chance
     sizes = Counter(labels)
+    budget = {label: cap * n for label, n in sizes.items()}
+    per_category = Counter((labels[j], i.bucket.category) for j, i in enumerate(items))
+    floor = {k: max(n / 2, 1) for k, n in per_category.items()}  # no category is trimmed away
     for j, value in enumerate(near):
         nearest_excess[labels[j]] += value
-    seeds = sorted(range(len(items)), key=lambda j: (-_badness(counts, keys[j]), ties[j]))
-    for j in seeds:
-        if j in removed or _badness(counts, keys[j]) <= 0.0:
-            continue
-        inst = items[j]
-        row = [j]
-        for leaf in range(inst.n_leaves):
-            if leaf == inst.gold_leaf:
+    for _ in range(SWEEPS):
+        seeds = sorted(range(len(items)), key=lambda j: (-_badness(counts, keys[j]), ties[j]))
+        for j in seeds:
+            if j in removed or labels[j] in frozen or _badness(counts, keys[j]) <= 0.0:
                 continue
-            members = [m for m in cells[f"{labels[j]}|{cell_key(inst)}", leaf] if m not in removed]
-            if not members:
-                break
-            row.append(
-                max(
-                    members,
-                    key=lambda m: (
-                        _badness(counts, keys[m]),
-                        near[m] * nearest_excess[labels[j]],
-                        ties[m],
-                    ),
+            inst = items[j]
+            category = (labels[j], inst.bucket.category)
+            if budget[labels[j]] < inst.n_leaves:
+                continue
+            if per_category[category] - inst.n_leaves < floor[category]:
+                continue
+            row = [j]
+            for leaf in range(inst.n_leaves):
+                if leaf == inst.gold_leaf:
+                    continue
+                members = [
+                    m for m in cells[f"{labels[j]}|{cell_key(inst)}", leaf] if m not in removed
+                ]
+                if not members:
+                    break
+                row.append(
+                    max(
+                        members,
+                        key=lambda m: (
+                            _badness(counts, keys[m]),
+                            near[m] * nearest_excess[labels[j]],
+                            ties[m],
+                        ),
+                    )
                 )
-            )
-        if len(row) < inst.n_leaves:
-            continue
-        shifted = nearest_excess[labels[j]] - sum(near[m] for m in row)
-        limit = max(2.0, 0.01 * sizes[labels[j]])
-        if abs(shifted) > limit and abs(shifted) > abs(nearest_excess[labels[j]]):
-            continue  # would make "the gold goal is the nearest" a shortcut
-        touched = {k for m in row for k, _ in keys[m]}
-        before = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
-        for m in row:
-            counts.subtract(keys[m])
-        after = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
-        if after < before:
-            removed.update(row)
-            sizes[labels[j]] -= len(row)
-            nearest_excess[labels[j]] = shifted
-        else:
+            if len(row) < inst.n_leaves:
+                continue
+            shifted = nearest_excess[labels[j]] - sum(near[m] for m in row)
+            limit = max(2.0, 0.01 * sizes[labels[j]])
+            if abs(shifted) > limit and abs(shifted) > abs(nearest_excess[labels[j]]):
+                continue  # would make "the gold goal is the nearest" a shortcut
+            touched = {k for m in row for k, _ in keys[m]}
+            before = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
             for m in row:
-                counts.update(keys[m])
+                counts.subtract(keys[m])
+            after = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
+            if after < before:
+                removed.update(row)
+                sizes[labels[j]] -= len(row)
+                budget[labels[j]] -= len(row)
+                per_category[category] -= len(row)
+                nearest_excess[labels[j]] = shifted
+            else:
+                for m in row:
+                    counts.update(keys[m])
     return [inst for j, inst in enumerate(items) if j not in removed]
 
 
 def balance(
-    instances: Sequence[Instance], seed: int, strata: Sequence[str] | None = None
+    instances: Sequence[Instance],
+    seed: int,
+    strata: Sequence[str] | None = None,
+    train: Callable[[Instance, str], bool] | None = None,
 ) -> list[Instance]:
-    """Subsample ``instances``: equal gold-leaf counts per cell, truths balanced per group.
+    """Subsample ``instances``: equal gold-leaf counts per cell, truths balanced per group,
+    blind priors held at chance.
 
     Gold leaves are balanced exactly per :func:`cell_key` — within every stratum when
     ``strata`` gives one label per instance (e.g. the split group of its scene); truths of the
-    gold paths' conditions are balanced per condition group and per condition type over the
-    whole run (slack :data:`TRUTH_SLACK`, :data:`POOLED_SLACK`). The order of ``instances`` is
-    preserved.
+    gold paths' conditions are balanced per condition group and per condition type, within each
+    stratum and over the whole run (slack :data:`TRUTH_SLACK`, :data:`POOLED_SLACK`), and the
+    catalogue prior's branch hits per category and truth guesses per condition type are held at
+    chance within each stratum. With ``train`` (``train(instance, stratum)``: whether blind probes are trained on it)
+    a second pass does the same, in the strata holding no training instance, for the frequency
+    prior learned on the kept training instances; strata with training instances are left as
+    they are then, so that prior stays the one the probes learn. The order of ``instances`` is preserved.
     """
     rng = np.random.default_rng(seed)
     position = {id(inst): i for i, inst in enumerate(instances)}
@@ -221,7 +311,24 @@ def balance(
         kept = _leaf_balance(by_stratum[label], rng)
         chosen += kept
         chosen_labels += [label] * len(kept)
-    chosen = _trim_rows(chosen, chosen_labels, rng)
+    commonsense: dict[str, ConditionPrior] = {"commonsense": CommonsensePrior()}
+    priors = {label: commonsense for label in by_stratum}
+    kept_ids = {id(i) for i in _trim_rows(chosen, chosen_labels, rng, priors)}
+    chosen_labels = [lab for i, lab in zip(chosen, chosen_labels, strict=True) if id(i) in kept_ids]
+    chosen = [i for i in chosen if id(i) in kept_ids]
+    if train is not None:
+        used = [train(i, lab) for i, lab in zip(chosen, chosen_labels, strict=True)]
+        training = {lab for lab, u in zip(chosen_labels, used, strict=True) if u}
+        learned = FrequencyPrior(
+            (c, t)
+            for i, u in zip(chosen, used, strict=True)
+            if u
+            for c, t in i.resolution.condition_truths
+        )
+        priors = {
+            label: {**commonsense, "text": learned} for label in by_stratum if label not in training
+        }
+        chosen = _trim_rows(chosen, chosen_labels, rng, priors, SECOND_TRIM, frozen=training)
     chosen.sort(key=lambda inst: position[id(inst)])
     members = Counter(i.pair_id for i in chosen if i.pair_id is not None)
     return [

@@ -58,13 +58,15 @@ def synthesize(
     buckets: list[Bucket] | None = None,
     groups: GroupStats | None = None,
 ) -> SceneSynthesis:
-    """Sample ``quota`` instances (plus minimal-pair siblings) from ``scene``.
+    """Sample about ``quota`` instances (plus minimal-pair siblings) from ``scene``.
 
     Args:
         scene: The scene.
         seed: Seed of this scene's random stream.
-        leaf_offset: Gold-leaf rotation offset (the scene's index keeps leaves even).
-        quota: Instances to sample before siblings are added.
+        leaf_offset: The scene's rank in its stratum: rotates gold leaves and spreads the
+            category quotas over scenes (:func:`~condvln.synth.sampler.category_rows`).
+        quota: Instances to sample (in complete rows, to category quotas) before siblings
+            are added.
         counterfactual_share: Probability that an instance gets a minimal-pair sibling.
         radius: Success radius (default: by room count, :func:`success_radius`).
         relation_config: Predicate thresholds (default config when omitted).

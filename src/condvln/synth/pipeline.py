@@ -158,6 +158,33 @@ def _synthesize_one(
     return scene.id, result.instances, result.rejections
 
 
+def _stratum_groups(
+    scenes: Sequence[SceneSpec],
+    labels: list[str],
+    relations: RelationConfig | None,
+    workers: int | Executor,
+) -> tuple[GroupStats | None, list[GroupStats | None]]:
+    """Group truth counts over all scenes, and the statistics each scene samples with.
+
+    A scene uses the counts of its own stratum (so each split asks every group as often true
+    as false, and a prior learned on one split says nothing about another), a group being asked
+    only where its truth varies both in the stratum and over the run; strata of fewer than
+    :data:`MIN_SCENES_FOR_GROUPS` scenes use the run's counts, and with fewer scenes in all
+    there are no statistics.
+    """
+    if len(scenes) < MIN_SCENES_FOR_GROUPS:
+        return None, [None] * len(scenes)
+    counts = list(ordered_map(_group_counts, [(spec, relations) for spec in scenes], workers))
+    total = GroupStats.total(counts)
+    by_label: dict[str, GroupStats] = {}
+    for label in sorted(set(labels)):
+        members = [c for c, lab in zip(counts, labels, strict=True) if lab == label]
+        if len(members) >= MIN_SCENES_FOR_GROUPS:
+            own = GroupStats.total(members)
+            by_label[label] = GroupStats({k: v for k, v in own.counts.items() if total.usable(k)})
+    return total, [by_label.get(label, total) for label in labels]
+
+
 def default_workers() -> int:
     """All cores this process may use."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -174,6 +201,7 @@ def run_synthesis(
     radii: tuple[float, float] = (1.0, 0.5),
     on_scene_done: Callable[[], None] | None = None,
     strata: Sequence[str] | None = None,
+    train: Callable[[Instance, str], bool] | None = None,
 ) -> SynthesisResult:
     """Sample ``per_scene`` instances in every scene, then balance them.
 
@@ -182,22 +210,17 @@ def run_synthesis(
     varies (with fewer than :data:`MIN_SCENES_FOR_GROUPS` scenes there is no distribution to
     speak of: any group is asked, and only balancing evens the truths). ``strata`` (one label
     per scene, e.g. its split group) makes balancing hold within each stratum, not only over
-    the whole run. ``radii`` are the success radii of multi-room and single-room scenes (leaf
+    the whole run, with group statistics of its own; ``train`` tells the instances blind probes
+    learn from (:func:`~condvln.synth.balance.balance`). ``radii`` are the success radii of multi-room and single-room scenes (leaf
     goals are sampled more than twice the radius apart). ``workers`` is a process count or an
     :class:`~condvln.parallel.Executor` (one task per scene).
     """
-    groups = (
-        GroupStats.total(
-            ordered_map(_group_counts, [(spec, relation_config) for spec in scenes], workers)
-        )
-        if len(scenes) >= MIN_SCENES_FOR_GROUPS
-        else None
-    )
     labels = list(strata) if strata is not None else [""] * len(scenes)
+    groups, per_scene_groups = _stratum_groups(scenes, labels, relation_config, workers)
     rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaves rotate per stratum
     tasks = [
-        (spec, seed, i, rank[i], per_scene, counterfactual_share, relation_config, radii, groups)
-        for i, spec in enumerate(scenes)
+        (spec, seed, i, rank[i], per_scene, counterfactual_share, relation_config, radii, g)
+        for i, (spec, g) in enumerate(zip(scenes, per_scene_groups, strict=True))
     ]
     gathered: list[Instance] = []
     scene_ids: list[str] = []
@@ -210,7 +233,7 @@ def run_synthesis(
         stratum_of[scene_id] = labels[index]
         gathered.extend(found)
         rejections.update(rejected)
-    kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered])
+    kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
     rejections["balancing"] += len(gathered) - len(kept)
     report = balance_report(kept)
     report["group_scan"] = (

@@ -6,9 +6,10 @@ A **bucket** is (category × spatial composition × evidence observability × ho
 * *composition*: ``in_room`` — presence conditions about the room that holds the gold goal;
   ``cross_room`` — presence conditions about another room than the gold goal's; ``relation`` —
   object–object relation conditions;
-* *observability*: ``visible`` — all the evidence the gold path needs can be seen from the start
-  (true presence: an instance in line of sight within range; absence: the start is in that room;
-  relation: both objects in sight); ``hidden`` — some of it cannot;
+* *observability*: ``visible`` — all the evidence the gold path needs can be seen from where the
+  decision is taken: the last pre-decision waypoint's approach point, or the start when there is
+  none (true presence: an instance in line of sight within range; absence: that point is in the
+  room; relation: both objects in sight); ``hidden`` — some of it cannot;
 * *horizon*: waypoints to visit before the decision ("first go to the sofa, then if …").
 
 For each attempt the gold leaf is chosen **first** (the caller balances it), then the conditions
@@ -398,10 +399,17 @@ def _conditions(
     ]
 
 
+def decision_point(ctx: SceneContext, prefix_ids: list[str], start: Vec3) -> Vec3:
+    """Where the agent stands when it must decide: the approach point of the last
+    pre-decision waypoint, or ``start`` when there is none."""
+    return ctx.targets[prefix_ids[-1]][1] if prefix_ids else start
+
+
 def _evidence_visible(
     ctx: SceneContext, resolution: Resolution, start: Vec3, view_range: float
 ) -> bool:
-    """Whether everything the gold path's conditions depend on can be seen from ``start``."""
+    """Whether everything the gold path's conditions depend on can be seen from ``start``
+    (pass the :func:`decision_point`)."""
     start_room = ctx.room_at(start)
     for condition, value in resolution.condition_truths:
         if isinstance(condition, Exists):
@@ -436,8 +444,17 @@ def _start(
     goal_points: dict[str, Vec3],
     settings: SamplerSettings,
     rng: np.random.Generator,
+    prefix_ids: list[str],
 ) -> tuple[Vec3, bool]:
-    if bucket.observability == "visible":
+    """A start position far enough from every goal; with no pre-decision waypoint, one whose
+    view matches the bucket's observability (with waypoints that is judged at the last one)."""
+    wanted = bucket.observability == "visible"
+    if prefix_ids:
+        point = decision_point(ctx, prefix_ids, (0.0, 0.0, 0.0))
+        if _evidence_visible(ctx, resolution, point, settings.view_range) != wanted:
+            raise Rejected("no_decision_point_for_observability")
+        rooms = [r.id for r in ctx.scene.rooms]
+    elif wanted:
         rooms = [room]
     else:  # any other room: excluding the gold goal's room would tell where it is not
         rooms = [r.id for r in ctx.scene.rooms if r.id != room]
@@ -451,10 +468,30 @@ def _start(
         gaps = np.hypot(points[:, 0] - start[0], points[:, 2] - start[2])
         if gaps.min() <= 2.0 * settings.success_radius:
             continue
-        visible = _evidence_visible(ctx, resolution, start, settings.view_range)
-        if visible == (bucket.observability == "visible"):
-            return start, visible
+        if prefix_ids:
+            return start, wanted
+        if _evidence_visible(ctx, resolution, start, settings.view_range) == wanted:
+            return start, wanted
     raise Rejected("no_start_for_observability")
+
+
+def _prefix(
+    ctx: SceneContext, bucket: Bucket, room: str, leaves: list[str], rng: np.random.Generator
+) -> list[str]:
+    """``bucket.horizon`` pre-decision waypoints (not leaf goals); for a ``visible`` bucket the
+    last one lies in the reference room, where the evidence can be seen."""
+    waypoints = [o for o in ctx.targets if o not in leaves]
+    order = [waypoints[i] for i in rng.permutation(len(waypoints))]
+    if bucket.horizon and bucket.observability == "visible":
+        inside = [o for o in order if ctx.room_at(ctx.targets[o][1]) == room]
+        if not inside:
+            raise Rejected("no_waypoint_in_room")
+        last = inside[0]
+        order = [*[o for o in order if o != last][: bucket.horizon - 1], last]
+    prefix_ids = order[: bucket.horizon]
+    if len(prefix_ids) < bucket.horizon:
+        raise Rejected("not_enough_waypoints")
+    return prefix_ids
 
 
 def sample_instance(
@@ -472,10 +509,7 @@ def sample_instance(
     skeleton = SKELETONS[bucket.category]
     radius = settings.success_radius
     room, leaves = _reference_room(ctx, bucket.composition, skeleton, radius, rng)
-    waypoints = [o for o in ctx.targets if o not in leaves]
-    prefix_ids = [waypoints[i] for i in rng.permutation(len(waypoints))[: bucket.horizon]]
-    if len(prefix_ids) < bucket.horizon:
-        raise Rejected("not_enough_waypoints")
+    prefix_ids = _prefix(ctx, bucket, room, leaves, rng)
     avoid = _mentioned(ctx, [*leaves, *prefix_ids])
     conditions = _conditions(ctx, skeleton, gold, bucket.composition, room, rng, avoid)
     program = skeleton.build(
@@ -490,7 +524,7 @@ def sample_instance(
     if resolution.leaf_index != gold or resolution.branch_goals != tuple(leaves):
         raise Rejected("routing_mismatch")
     goal_points = {o: ctx.targets[o][1] for o in (*leaves, *prefix_ids)}
-    start, visible = _start(ctx, bucket, resolution, room, goal_points, settings, rng)
+    start, visible = _start(ctx, bucket, resolution, room, goal_points, settings, rng, prefix_ids)
     nearest = _gold_is_nearest(ctx, start, leaves, gold)
     if nearest is None:
         raise Rejected("unreachable_goal")
@@ -536,10 +570,28 @@ BUCKET_RETRIES = 2
 DRAW_FACTOR = 60
 """Condition draws not kept allowed per budgeted attempt (they do not use up the budget)."""
 
+MAX_FAILED_ROWS = 12
+"""Consecutive failed rows (each in the category's next bucket) after which a category stops
+in a scene."""
+
+
+def category_rows(quota: float, n_leaves: int, n_categories: int, rank: int) -> int:
+    """Rows (one instance per gold leaf) a category is due in the scene of ``rank``.
+
+    Each category's share is ``quota / n_categories`` instances per scene; rows are spread over
+    the scenes by carrying the remainder, so any ``k`` consecutive ranks together get within one
+    row of ``k`` times the share.
+
+    >>> [category_rows(10, 4, 6, r) for r in range(6)]
+    [0, 1, 0, 1, 0, 1]
+    """
+    share = quota / (n_categories * n_leaves)
+    return math.floor((rank + 1) * share + 0.5) - math.floor(rank * share + 0.5)
+
 
 def synthesize_scene(
     ctx: SceneContext,
-    quota: int,
+    quota: float,
     settings: SamplerSettings,
     rng: np.random.Generator,
     *,
@@ -547,31 +599,58 @@ def synthesize_scene(
     leaf_offset: int = 0,
     max_attempts: int | None = None,
 ) -> tuple[list[Instance], Counter[str]]:
-    """Sample about ``quota`` instances from one scene, a row of every gold leaf per bucket.
+    """Sample about ``quota`` instances from one scene in complete rows, to category quotas.
 
-    Buckets take turns (from a random one); a turn samples one instance per gold leaf of the
-    bucket (starting at leaf ``leaf_offset``; twice for two-branch buckets, so every category
-    gets about four instances per turn), so each bucket's gold leaves are balanced within
-    the scene before any global balancing. A failed attempt is retried up to
-    :data:`BUCKET_RETRIES` times, one whose condition draw was not kept at once (bounded by
-    :data:`DRAW_FACTOR`). The last row is completed even if that exceeds ``quota``.
+    A **row** is one instance of every gold leaf of one bucket (starting at leaf
+    ``leaf_offset``), so gold leaves are balanced per bucket within the scene and global
+    balancing has nothing to discard for them. Every category is first given the rows it is due
+    (:func:`category_rows`, ``leaf_offset`` being the scene's rank in its stratum), one row per
+    category in turn, its buckets taking turns from a random one; then rows are added to the
+    categories still sampling until ``quota`` is reached. A leaf attempt is retried up to
+    :data:`BUCKET_RETRIES` times (condition draws not kept are retried at once, bounded by
+    :data:`DRAW_FACTOR`); a row with a leaf that fails is dropped whole and the category's next
+    bucket is tried; a category stops in this scene after :data:`MAX_FAILED_ROWS` failed rows
+    in a row (so a category the scene cannot hold does not use up the attempt budget,
+    ``12 × quota`` by default). Top-up rows go to the category with the fewest instances so far.
     """
     buckets = buckets or all_buckets()
-    start = int(rng.integers(len(buckets)))
+    categories = list(dict.fromkeys(b.category for b in buckets))
+    by_category = {c: [b for b in buckets if b.category == c] for c in categories}
+    turn = {c: int(rng.integers(len(by_category[c]))) for c in categories}
     rejections: Counter[str] = Counter()
     found: list[Instance] = []
-    budget = max_attempts or 8 * quota
-    spent = draws = turn = 0
-    while len(found) < quota and spent < budget and turn < 4 * len(buckets):
-        bucket = buckets[(start + turn) % len(buckets)]
-        turn += 1
+    budget = max_attempts or max(12 * math.ceil(quota), 24)
+    spent = draws = 0
+    made = dict.fromkeys(categories, 0)
+    failures = dict.fromkeys(categories, 0)
+
+    def live(category: str) -> bool:
+        return failures[category] < MAX_FAILED_ROWS and spent < budget
+
+    def add_row(category: str) -> bool:
+        options = by_category[category]
+        while live(category):
+            bucket = options[turn[category] % len(options)]
+            turn[category] += 1
+            row = _row(bucket)
+            if row is not None:
+                failures[category] = 0
+                made[category] += len(row)
+                found.extend(row)
+                return True
+            failures[category] += 1
+        return False
+
+    def _row(bucket: Bucket) -> list[Instance] | None:
+        nonlocal spent, draws
         n_leaves = SKELETONS[bucket.category].n_leaves
-        for k in range(n_leaves * max(1, round(4 / n_leaves))):  # rows of ~4 instances
+        row: list[Instance] = []
+        for k in range(n_leaves):
             gold = (leaf_offset + k) % n_leaves
             tries = 0
             while tries <= BUCKET_RETRIES and spent < budget and draws < DRAW_FACTOR * budget:
                 try:
-                    instance = sample_instance(ctx, bucket, gold, settings, rng)
+                    row.append(sample_instance(ctx, bucket, gold, settings, rng))
                 except Rejected as exc:
                     rejections[exc.reason] += 1
                     if exc.reason == DRAW_REJECTION:
@@ -579,9 +658,30 @@ def synthesize_scene(
                     else:
                         spent, tries = spent + 1, tries + 1
                     continue
-                found.append(instance)
                 spent += 1
                 break
+            if len(row) <= k:
+                rejections["incomplete_row"] += len(row)
+                return None
+        return row
+
+    due = {
+        c: category_rows(quota, SKELETONS[c].n_leaves, len(categories), leaf_offset)
+        for c in categories
+    }
+    while any(due[c] > 0 and live(c) for c in categories):  # one due row per category in turn
+        for category in categories:
+            if due[category] > 0 and live(category):
+                due[category] -= 1
+                add_row(category)
+    rotated = (
+        categories[leaf_offset % len(categories) :] + categories[: leaf_offset % len(categories)]
+    )
+    while len(found) < quota:
+        alive = [c for c in rotated if live(c)]
+        if not alive:
+            break
+        add_row(min(alive, key=lambda c: made[c]))  # the category furthest behind its share
     return found, rejections
 
 
@@ -613,7 +713,8 @@ def counterfactual(
         resolution = resolve(ctx.graph, program)
     except ProgramError:
         raise Rejected("counterfactual_unresolvable") from None
-    visible = _evidence_visible(ctx, resolution, instance.start, settings.view_range)
+    point = decision_point(ctx, list(instance.resolution.targets[: bucket.horizon]), instance.start)
+    visible = _evidence_visible(ctx, resolution, point, settings.view_range)
     nearest = _gold_is_nearest(
         ctx, instance.start, list(resolution.branch_goals), resolution.leaf_index
     )
