@@ -12,11 +12,13 @@ from condvln.scene.sources import load
 from condvln.synth.refexpr import QualifierPolicy, compass_truth, describe
 
 
-def _shorter_options(ref: Ref) -> list[Ref]:
+def _shorter_options(ref: Ref, confined: bool) -> list[Ref]:
+    """Shorter descriptions that must not work; a room-less qualifier is only sure to be
+    preferred when every object of the category is in one room (``confined``)."""
     options = [Ref(ref.category)]
     if ref.relation is not None:
         options.append(Ref(ref.category, ref.room))
-        if ref.room is not None:
+        if ref.room is not None and confined:
             options.append(Ref(ref.category, None, ref.relation, ref.anchor))
     elif ref.room is not None:
         options = [Ref(ref.category)]
@@ -32,7 +34,8 @@ def _check_scene(scene) -> tuple[int, int]:
             continue
         described += 1
         assert denote(graph, ref) == [obj.id], (scene.id, obj.id, ref)
-        for shorter in _shorter_options(ref):
+        confined = len({graph.room_of(o.id) for o in scene.objects() if o.category == ref.category})
+        for shorter in _shorter_options(ref, confined == 1):
             with contextlib.suppress(ProgramError):
                 assert denote(graph, shorter) != [obj.id], (scene.id, obj.id, ref, shorter)
     return described, sum(1 for _ in scene.objects())
