@@ -57,7 +57,12 @@ def _angle_gap(a: float, b: float) -> float:
 def compass_truth(
     graph: SceneGraph, subject: str, predicate: str, target: str, policy: QualifierPolicy
 ) -> Truth:
-    """Robust truth of a level compass predicate ("north of"): UNDECIDED near any bin edge."""
+    """Robust truth of a level compass predicate ("north of") as a reader judges it.
+
+    TRUE: the bearing is well inside the sector, the pair is level and clearly apart
+    horizontally. FALSE: the bearing is well outside the sector and clearly apart horizontally
+    — an object below a wall mirror but on its north-west is not "clearly not north-west of"
+    it, whatever the graph's elevation bins say. Anything else is UNDECIDED."""
     return _compass_truth(graph.metrics(subject, target), predicate, policy)
 
 
@@ -68,8 +73,8 @@ def _compass_truth(m: EdgeMetrics, predicate: str, policy: QualifierPolicy) -> T
     clear_in = off <= 22.5 - policy.margin_deg and level_gap >= policy.margin_deg
     if clear_in and m.horizontal_distance >= policy.min_horizontal:
         return Truth.TRUE
-    if off >= 22.5 + policy.margin_deg or level_gap <= -policy.margin_deg:
-        return Truth.FALSE
+    if off >= 22.5 + policy.margin_deg and m.horizontal_distance >= policy.min_horizontal:
+        return Truth.FALSE  # a reader judges the bearing, not the height: both must be clear
     return Truth.UNDECIDED
 
 
