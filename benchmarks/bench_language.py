@@ -21,6 +21,7 @@ Reads a generated dataset folder (every split) and prints, per episode:
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import re
@@ -28,8 +29,6 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
-import gzip
 
 import numpy as np
 
@@ -63,7 +62,10 @@ def _gap(a: SceneObject, b: SceneObject) -> float:
     ba, bb = a.box, b.box
     if ba is None or bb is None:
         return math.dist(a.center, b.center)
-    d = [max(lo2 - hi1, lo1 - hi2, 0.0) for lo1, hi1, lo2, hi2 in zip(ba.min, ba.max, bb.min, bb.max)]
+    d = [
+        max(lo2 - hi1, lo1 - hi2, 0.0)
+        for lo1, hi1, lo2, hi2 in zip(ba.min, ba.max, bb.min, bb.max, strict=True)
+    ]
     return math.hypot(*d)
 
 
@@ -126,7 +128,9 @@ class SceneView:
         rooms = [r for r in self.scene.rooms if room_type is None or r.room_type == room_type]
         return [o for r in rooms for o in r.objects]
 
-    def readings(self, ref: Ref, cfg: RelationConfig) -> tuple[list[SceneObject], SceneObject | None]:
+    def readings(
+        self, ref: Ref, cfg: RelationConfig
+    ) -> tuple[list[SceneObject], SceneObject | None]:
         """Objects the description could mean, and its anchor (``None`` without a qualifier)."""
         pool = self.scope(ref.room)
         candidates = [o for o in pool if o.category == ref.category]

@@ -26,10 +26,10 @@ the text is a prefix encoding of the tree and parses back to exactly one program
 ...                 (Go(Ref("stool", None, "north of", "dishwasher")),),
 ...                 (Go(Ref("lamp", "bathroom", "below", "sink")),)),))
 >>> text = render(p, 3)
->>> text[0].isupper() and text.endswith(".") and "coffee table in the kitchen" in text
+>>> text[0].isupper() and text.endswith(".") and "coffee table" in text and "kitchen" in text
 True
 >>> render_linear([Ref("sofa"), Ref("armchair", "living room"), Ref("bed")], 0)
-'First, make your way to the sofa, and then head to the armchair in the living room, and finally go to the bed.'
+'As a first step, walk up to the sofa, next navigate to the armchair in the living room, and finally head to the bed.'
 """
 
 from __future__ import annotations
@@ -61,6 +61,9 @@ MAX_WORDS = 80
 LONG_RETRIES = 8
 """Fresh paraphrase draws tried when a rendering is too long, before the compact one."""
 
+TIGHT_SLACK = 1
+"""Extra words over a construct's shortest paraphrase allowed in the second round of draws."""
+
 NEGATION_WORDS = 5
 """Words a restated negation ``{neg}`` is counted as when the compact rendering compares
 paraphrases (a restated condition is usually longer than "if not")."""
@@ -80,8 +83,10 @@ def render(
     """The instruction text of ``program``; the same program and seed give the same text.
 
     With ``max_words``, a text that is too long is drawn again (up to :data:`LONG_RETRIES`
-    times), and then rendered compactly (:func:`render_compact`), which may still be too long
-    when the program itself is (the generator checks that first, see :func:`compact_words`).
+    times), then drawn among paraphrases at most :data:`TIGHT_SLACK` words longer than each
+    construct's shortest (as often), and finally rendered compactly (:func:`render_compact`),
+    which is still too long only when the program itself is (the generator checks that first,
+    see :func:`compact_words`).
 
     Args:
         program: Steps of Go's optionally ended by one If; each arm has the same shape.
@@ -96,13 +101,14 @@ def render(
     t = templates or load_templates()
     gen = np.random.default_rng(rng)
     text = _Renderer(t, gen).program(program)
-    for _ in range(LONG_RETRIES if max_words is not None else 0):
-        if word_count(text) <= max_words:  # type: ignore[operator]
-            return text
-        text = _Renderer(t, gen).program(program)
-    if max_words is None or word_count(text) <= max_words:
+    if max_words is None:
         return text
-    return _Renderer(t, gen, compact=True).program(program)
+    for slack in (None, TIGHT_SLACK):  # free draws, then draws among near-shortest paraphrases
+        for _ in range(LONG_RETRIES):
+            if word_count(text) <= max_words:
+                return text
+            text = _Renderer(t, gen, slack).program(program)
+    return text if word_count(text) <= max_words else _Renderer(t, gen, 0).program(program)
 
 
 def render_compact(program: Program, rng: Seed, templates: Templates | None = None) -> str:
@@ -110,7 +116,7 @@ def render_compact(program: Program, rng: Seed, templates: Templates | None = No
     the fewest words (``rng`` chooses among those), else clauses restate a negation only where
     the readability rule requires it."""
     t = templates or load_templates()
-    return _Renderer(t, np.random.default_rng(rng), compact=True).program(program)
+    return _Renderer(t, np.random.default_rng(rng), 0).program(program)
 
 
 def compact_words(program: Program, templates: Templates | None = None) -> int:
@@ -172,15 +178,18 @@ def _template_words(template: str) -> int:
 
 
 class _Renderer:
-    def __init__(self, templates: Templates, rng: np.random.Generator, compact: bool = False) -> None:
+    def __init__(
+        self, templates: Templates, rng: np.random.Generator, slack: int | None = None
+    ) -> None:
+        """``slack``: pick only paraphrases at most this many words over the shortest one."""
         self.t = templates
         self.rng = rng
-        self.compact = compact
+        self.slack = slack
 
     def pick(self, options: Sequence[str]) -> str:
-        if self.compact:
+        if self.slack is not None:
             fewest = min(_template_words(o) for o in options)
-            options = [o for o in options if _template_words(o) == fewest]
+            options = [o for o in options if _template_words(o) <= fewest + self.slack]
         return options[int(self.rng.integers(len(options)))]
 
     def name(self, text: str) -> str:

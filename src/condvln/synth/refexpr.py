@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 from condvln.graph import COMPASS, SEMANTIC_PREDICATES, SceneGraph, Truth
 from condvln.graph.scene_graph import EdgeMetrics, room_relations
-from condvln.scene.model import SceneObject
 from condvln.program.ast import Ref
 from condvln.program.interpret import ProgramError, denote, rooms_of_type
+from condvln.scene.model import SceneObject
 
 SEMANTIC_QUALIFIERS = ("near", "far from", "above", "below")
 COMPASS_QUALIFIERS = tuple(f"{c} of" for c in COMPASS)
