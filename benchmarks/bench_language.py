@@ -10,7 +10,8 @@ Reads a generated dataset folder (every split) and prints, per episode:
   when no room is named — judged here from object geometry, independently of the generator
   (compass: the anchor-to-object bearing lies in the 45° sector; near / far from: the
   box-to-box gap against the relation config's thresholds; above / below: footprints overlap
-  and the object is higher / lower);
+  by at least the config's
+  ``overlap_fails`` share and the object is higher / lower);
 * the word-count distribution (words = whitespace-separated), the share above 80 words,
   the vocabulary size and the paraphrase templates per construct.
 
@@ -69,11 +70,14 @@ def _gap(a: SceneObject, b: SceneObject) -> float:
     return math.hypot(*d)
 
 
-def _footprints_overlap(a: SceneObject, b: SceneObject) -> bool:
+def _footprints_overlap(a: SceneObject, b: SceneObject, cfg: RelationConfig) -> bool:
+    """Footprints overlap by at least ``overlap_fails`` of the smaller one (boxes needed)."""
     ba, bb = a.box, b.box
     if ba is None or bb is None:
         return math.hypot(a.center[0] - b.center[0], a.center[2] - b.center[2]) < 0.3
-    return all(ba.min[k] < bb.max[k] and bb.min[k] < ba.max[k] for k in (0, 2))
+    inter = [max(0.0, min(ba.max[k], bb.max[k]) - max(ba.min[k], bb.min[k])) for k in (0, 2)]
+    smaller = min(ba.size[0] * ba.size[2], bb.size[0] * bb.size[2])
+    return inter[0] * inter[1] >= cfg.overlap_fails * smaller
 
 
 def fits(obj: SceneObject, relation: str, anchor: SceneObject, cfg: RelationConfig) -> bool:
@@ -89,7 +93,7 @@ def fits(obj: SceneObject, relation: str, anchor: SceneObject, cfg: RelationConf
         return _gap(obj, anchor) > cfg.far_fails
     if relation in ("above", "below"):
         higher = obj.center[1] > anchor.center[1]
-        return _footprints_overlap(obj, anchor) and higher == (relation == "above")
+        return _footprints_overlap(obj, anchor, cfg) and higher == (relation == "above")
     raise ValueError(f"no independent reading of {relation!r}")
 
 

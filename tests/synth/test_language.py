@@ -2,7 +2,8 @@
 
 The readings here are this file's own: whether an object fits a qualifier is judged from the
 objects' boxes and centres (a compass word by the horizontal bearing from the anchor, "near" /
-"far from" by the box-to-box gap against the relation thresholds), not by the referring
+"far from" by the box-to-box gap, above / below by a footprint overlap of at least
+``overlap_fails`` of the smaller footprint, all against the default relation thresholds), not by the referring
 expression code or the interpreter.
 """
 
@@ -86,7 +87,9 @@ def _fits(obj: SceneObject, relation: str, anchor: SceneObject) -> bool:
         return _gap(obj, anchor) > CFG.far_fails
     if relation in ("above", "below"):
         ba, bb = obj.box, anchor.box
-        overlap = all(ba.min[k] < bb.max[k] and bb.min[k] < ba.max[k] for k in (0, 2))
+        inter = [max(0.0, min(ba.max[k], bb.max[k]) - max(ba.min[k], bb.min[k])) for k in (0, 2)]
+        smaller = min(ba.size[0] * ba.size[2], bb.size[0] * bb.size[2])
+        overlap = inter[0] * inter[1] >= CFG.overlap_fails * smaller
         return overlap and (obj.center[1] > anchor.center[1]) == (relation == "above")
     raise AssertionError(f"no reading of {relation!r}")
 

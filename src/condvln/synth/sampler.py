@@ -237,7 +237,7 @@ def _choose_leaves(
     raise Rejected("not_enough_separated_goals")
 
 
-COMPASS_KEEP = 0.2
+COMPASS_KEEP = 0.3
 """Chance that a target only a compass qualifier describes ("the stool north of the
 dishwasher") may be a leaf goal in an attempt; such targets are never waypoints. People
 rarely give directions by compass points, so these descriptions stay rare in the text."""
