@@ -12,6 +12,8 @@ import numpy as np
 from condvln.dataset.vlnce import SPLITS
 from condvln.program.ast import CATEGORIES
 from condvln.program.parse import tokenize
+from condvln.program.render import MAX_WORDS, word_count
+from condvln.program.templates import SLOTS, load_templates
 
 REQUESTED_NOTE = (
     "requested = per_scene × the split's scenes (seen scenes are shared by train and val_seen by "
@@ -33,6 +35,28 @@ def _distribution(values: list[float]) -> dict[str, float]:
         "median": round(float(q[2]), 4),
         "p75": round(float(q[3]), 4),
         "max": round(float(q[4]), 4),
+    }
+
+
+def word_lengths(texts: list[str]) -> dict[str, Any]:
+    """Word counts of the instructions (whitespace-separated words): the distribution, a
+    histogram in bins of 10 words (``"60"`` counts 60–69) and the limit the generator keeps."""
+    words = [word_count(t) for t in texts]
+    bins = Counter(w // 10 * 10 for w in words)
+    return {
+        **_distribution(words),
+        "histogram_10": {str(k): bins[k] for k in sorted(bins)},
+        "limit": MAX_WORDS,
+    }
+
+
+def template_counts() -> dict[str, Any]:
+    """Paraphrases per construct of the packaged templates, and relation phrases in all."""
+    t = load_templates()
+    return {
+        "version": t.version,
+        "constructs": {c: len(t.variants(c)) for c in SLOTS},
+        "relation_phrases": sum(len(p) for p in t.relations.values()),
     }
 
 
@@ -129,10 +153,14 @@ def dataset_stats(
         "instruction_tokens": _distribution(
             [len(tokenize(e["instruction"]["instruction_text"])) for e, _, _ in records]
         ),
+        "instruction_words": word_lengths(
+            [e["instruction"]["instruction_text"] for e, _, _ in records]
+        ),
         "step_budget": _distribution([i["step_budget"] for i in infos]),
         "sampled_before_balancing": synth.raw_count,
         "rejections": dict(rejections.most_common()),
         "vocabulary_size": len(vocab),
+        "templates": template_counts(),
         "config": config.model_dump(mode="json"),
         "config_hash": config.config_hash(),
     }
@@ -206,6 +234,14 @@ def dataset_card(stats: dict[str, Any]) -> str:
             parts.append(
                 f"- {key}: mean {d['mean']}, median {d['median']} (min {d['min']}, max {d['max']})"
             )
+    words = stats["instruction_words"]
+    if words.get("n"):
+        parts.append(
+            f"- instruction_words: mean {words['mean']}, median {words['median']}, max "
+            f"{words['max']} (limit {words['limit']}); vocabulary {stats['vocabulary_size']} words; "
+            f"templates version {stats['templates']['version']}: "
+            + ", ".join(f"{c} {n}" for c, n in stats["templates"]["constructs"].items())
+        )
     parts.append("\n## Rejections\n")
     parts.extend(f"- {reason}: {count}" for reason, count in stats["rejections"].items())
     return "\n".join(parts) + "\n"

@@ -20,7 +20,7 @@ from condvln.dataset.follower import FORWARD_STEP, follow
 from condvln.frames import yaw_to_quaternion
 from condvln.nav import GridNavigator
 from condvln.program.ast import leaf_paths
-from condvln.program.render import render, render_linear
+from condvln.program.render import MAX_WORDS, render, render_linear
 from condvln.synth.sampler import Instance, Rejected
 
 EPISODE_KEYS = (
@@ -133,7 +133,7 @@ def build_episode(
         raise Rejected("path_not_found")
     yaw = math.radians(15.0 * int(rng.integers(24)))
     executed = leaf_paths(inst.program.steps)[res.leaf_index][1]
-    text = render(inst.program, rng)
+    text = render(inst.program, rng, max_words=MAX_WORDS)
     oracle = render_linear([g.target for g in executed], rng)
     condvln = {
         "program": inst.program.to_dict(),

@@ -26,10 +26,10 @@ the text is a prefix encoding of the tree and parses back to exactly one program
 ...                 (Go(Ref("stool", None, "north of", "dishwasher")),),
 ...                 (Go(Ref("lamp", "bathroom", "below", "sink")),)),))
 >>> text = render(p, 3)
->>> text[0].isupper() and text.endswith(".") and "coffee table in the kitchen" in text
+>>> text[0].isupper() and text.endswith(".") and "coffee table" in text and "kitchen" in text
 True
 >>> render_linear([Ref("sofa"), Ref("armchair", "living room"), Ref("bed")], 0)
-'First, make your way to the sofa, and then head to the armchair in the living room, and finally go to the bed.'
+'As a first step, walk up to the sofa, next navigate to the armchair in the living room, and finally head to the bed.'
 """
 
 from __future__ import annotations
@@ -42,27 +42,87 @@ import numpy as np
 
 from condvln.errors import ValidationError
 from condvln.program.ast import Condition, Exists, Go, If, Program, Ref, Step
-from condvln.program.templates import WORD_PATTERN, Templates, indefinite_article, load_templates
+from condvln.program.templates import (
+    WORD_PATTERN,
+    Templates,
+    indefinite_article,
+    load_templates,
+    pieces,
+)
 
 _NAME = re.compile(rf"{WORD_PATTERN}(?: {WORD_PATTERN})*")
 _SENTENCE_START = re.compile(r"(^|[.] )([a-z])")
 
 Seed = np.random.Generator | int
 
+MAX_WORDS = 80
+"""The most words (whitespace-separated) a generated instruction may have."""
 
-def render(program: Program, rng: Seed, templates: Templates | None = None) -> str:
+LONG_RETRIES = 8
+"""Fresh paraphrase draws tried when a rendering is too long, before the compact one."""
+
+TIGHT_SLACK = 1
+"""Extra words over a construct's shortest paraphrase allowed in the second round of draws."""
+
+NEGATION_WORDS = 5
+"""Words a restated negation ``{neg}`` is counted as when the compact rendering compares
+paraphrases (a restated condition is usually longer than "if not")."""
+
+
+def word_count(text: str) -> int:
+    """Words of an instruction: whitespace-separated pieces ("north-east," is one word)."""
+    return len(text.split())
+
+
+def render(
+    program: Program,
+    rng: Seed,
+    templates: Templates | None = None,
+    max_words: int | None = None,
+) -> str:
     """The instruction text of ``program``; the same program and seed give the same text.
+
+    With ``max_words``, a text that is too long is drawn again (up to :data:`LONG_RETRIES`
+    times), then drawn among paraphrases at most :data:`TIGHT_SLACK` words longer than each
+    construct's shortest (as often), and finally rendered compactly (:func:`render_compact`),
+    which is still too long only when the program itself is (the generator checks that first,
+    see :func:`compact_words`).
 
     Args:
         program: Steps of Go's optionally ended by one If; each arm has the same shape.
         rng: A generator or a seed choosing the paraphrases.
         templates: Paraphrase tables (default: the packaged ones).
+        max_words: Longest text wanted (:func:`word_count`), or ``None`` for no limit.
 
     Raises:
         ValidationError: A name with a reserved word or an unsupported character, an unknown
             predicate, or an If that is not the last step of its sequence.
     """
-    return _Renderer(templates or load_templates(), np.random.default_rng(rng)).program(program)
+    t = templates or load_templates()
+    gen = np.random.default_rng(rng)
+    text = _Renderer(t, gen).program(program)
+    if max_words is None:
+        return text
+    for slack in (None, TIGHT_SLACK):  # free draws, then draws among near-shortest paraphrases
+        for _ in range(LONG_RETRIES):
+            if word_count(text) <= max_words:
+                return text
+            text = _Renderer(t, gen, slack).program(program)
+    return text if word_count(text) <= max_words else _Renderer(t, gen, 0).program(program)
+
+
+def render_compact(program: Program, rng: Seed, templates: Templates | None = None) -> str:
+    """The shortest rendering of ``program``: every construct takes one of its paraphrases with
+    the fewest words (``rng`` chooses among those), else clauses restate a negation only where
+    the readability rule requires it."""
+    t = templates or load_templates()
+    return _Renderer(t, np.random.default_rng(rng), 0).program(program)
+
+
+def compact_words(program: Program, templates: Templates | None = None) -> int:
+    """Words of :func:`render_compact` (the same for every seed): the shortest this program's
+    instruction can be."""
+    return word_count(render_compact(program, 0, templates))
 
 
 def render_linear(targets: Sequence[Ref], rng: Seed, templates: Templates | None = None) -> str:
@@ -112,12 +172,24 @@ def renderable_name(text: str, templates: Templates | None = None) -> bool:
     return bool(_NAME.fullmatch(text)) and not t.reserved & set(text.split())
 
 
+def _template_words(template: str) -> int:
+    words = sum(1 for kind, _ in pieces(template) if kind == "word")
+    return words + (NEGATION_WORDS if "{neg}" in template else 0)
+
+
 class _Renderer:
-    def __init__(self, templates: Templates, rng: np.random.Generator) -> None:
+    def __init__(
+        self, templates: Templates, rng: np.random.Generator, slack: int | None = None
+    ) -> None:
+        """``slack``: pick only paraphrases at most this many words over the shortest one."""
         self.t = templates
         self.rng = rng
+        self.slack = slack
 
     def pick(self, options: Sequence[str]) -> str:
+        if self.slack is not None:
+            fewest = min(_template_words(o) for o in options)
+            options = [o for o in options if _template_words(o) <= fewest + self.slack]
         return options[int(self.rng.integers(len(options)))]
 
     def name(self, text: str) -> str:

@@ -32,10 +32,10 @@ from condvln.graph import SEMANTIC_PREDICATES, SceneGraph
 from condvln.nav import GridNavigator
 from condvln.program.ast import Condition, Exists, Program, Ref, Relation
 from condvln.program.interpret import ProgramError, Resolution, ground, resolve, rooms_of_type
-from condvln.program.render import renderable_name
+from condvln.program.render import MAX_WORDS, compact_words, renderable_name
 from condvln.synth.groups import GroupStats, relation_allowed
 from condvln.synth.priors import GroupKey
-from condvln.synth.refexpr import describe
+from condvln.synth.refexpr import COMPASS_QUALIFIERS, describe
 from condvln.synth.shapes import SKELETONS, Skeleton
 
 Vec3 = tuple[float, float, float]
@@ -126,6 +126,9 @@ class SceneContext:
             point = nav.approach_point(obj) if ref is not None else None
             if ref is not None and point is not None:
                 self.targets[obj.id] = (ref, tuple(float(c) for c in point))  # type: ignore[arg-type]
+        self.compass_targets = frozenset(
+            oid for oid, (ref, _) in self.targets.items() if ref.relation in COMPASS_QUALIFIERS
+        )
         self.unique_rooms = [
             r.id
             for r in self.scene.rooms
@@ -211,8 +214,11 @@ def _choose_leaves(
     ctx: SceneContext, n: int, rng: np.random.Generator, radius: float, room: str | None
 ) -> list[str]:
     """``n`` separated leaf goals; with ``room``, a random one of them (not the gold one in
-    particular) lies in that room."""
+    particular) lies in that room. Compass-described targets take part with probability
+    :data:`COMPASS_KEEP`."""
     pool = sorted(ctx.targets)
+    keep = rng.random(len(pool)) < COMPASS_KEEP
+    pool = [o for o, k in zip(pool, keep, strict=True) if k or o not in ctx.compass_targets]
     first: list[str] = []
     if room is not None:
         inside = [o for o in pool if ctx.graph.room_of(o) == room]
@@ -230,6 +236,12 @@ def _choose_leaves(
                 order = rng.permutation(n).tolist()
                 return [chosen[i] for i in order]
     raise Rejected("not_enough_separated_goals")
+
+
+COMPASS_KEEP = 0.3
+"""Chance that a target only a compass qualifier describes ("the stool north of the
+dishwasher") may be a leaf goal in an attempt; such targets are never waypoints. People
+rarely give directions by compass points, so these descriptions stay rare in the text."""
 
 
 DRAW_REJECTION = "condition_draw"
@@ -480,7 +492,7 @@ def _prefix(
 ) -> list[str]:
     """``bucket.horizon`` pre-decision waypoints (not leaf goals); for a ``visible`` bucket the
     last one lies in the reference room, where the evidence can be seen."""
-    waypoints = [o for o in ctx.targets if o not in leaves]
+    waypoints = [o for o in ctx.targets if o not in leaves and o not in ctx.compass_targets]
     order = [waypoints[i] for i in rng.permutation(len(waypoints))]
     if bucket.horizon and bucket.observability == "visible":
         inside = [o for o in order if ctx.room_at(ctx.targets[o][1]) == room]
@@ -517,6 +529,8 @@ def sample_instance(
         [ctx.targets[o][0] for o in leaves],
         [ctx.targets[o][0] for o in prefix_ids],
     )
+    if compact_words(program) > MAX_WORDS:
+        raise Rejected("instruction_too_long")
     try:
         resolution = resolve(ctx.graph, program)
     except ProgramError:
@@ -709,6 +723,8 @@ def counterfactual(
     prefix = [step.target for step in instance.program.steps[: bucket.horizon]]  # type: ignore[union-attr]
     leaves = [ctx.targets[o][0] for o in instance.resolution.branch_goals]
     program = skeleton.build(conditions, leaves, prefix)
+    if compact_words(program) > MAX_WORDS:
+        raise Rejected("instruction_too_long")
     try:
         resolution = resolve(ctx.graph, program)
     except ProgramError:
