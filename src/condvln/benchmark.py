@@ -238,9 +238,10 @@ def _group_dataset(
     dataset = _dataset(group.folder, group.config, executor, progress)
     episodes = load_split(dataset, split)["episodes"]
     if not episodes:
+        knobs = "--scenes / --per-scene" if group.name != "ithor" else "--ithor-rooms"
         raise ConfigError(
             f"split {split!r} of {dataset} has no episodes: the dataset is too small "
-            "(raise --scenes / --per-scene, or remove the folder)"
+            f"(raise {knobs}, or remove the folder)"
         )
     return dataset, sorted({float(g["radius"]) for e in episodes for g in e.get("goals") or ()})
 
@@ -325,32 +326,36 @@ def _benchmark(
         "metric_options": dataclasses.asdict(options),
         "provenance": provenance(),
     }
-    described = {}
+    results = {
+        **common,
+        "dataset": str(datasets[0][0]),
+        "dataset_config_hash": groups[0].config.config_hash(),
+        "dataset_config": groups[0].config.model_dump(mode="json"),
+        "runs": summaries[groups[0].name],
+        "groups": {},
+    }
     for group, (dataset, radii) in zip(groups, datasets, strict=True):
-        described[group.name] = {
+        described: dict[str, Any] = {
             "folder": str(group.folder.relative_to(out)),
-            "dataset": str(dataset),
+            "source": group.config.source,
             "dataset_config_hash": group.config.config_hash(),
-            "dataset_config": group.config.model_dump(mode="json"),
             "success_radius_m": radii,
-            "runs": summaries[group.name],
         }
-        if group.folder != out:  # a group folder is a benchmark folder of its own
-            own = {**common, **described[group.name]}
-            del own["folder"]
+        if group.folder != out:  # a benchmark folder of its own, with the group's runs
+            own = {
+                **common,
+                "dataset": str(dataset),
+                "dataset_config_hash": group.config.config_hash(),
+                "dataset_config": group.config.model_dump(mode="json"),
+                "success_radius_m": radii,
+                "runs": summaries[group.name],
+            }
             atomic_write_bytes(
                 group.folder / "results.json", orjson.dumps(own, option=orjson.OPT_INDENT_2)
             )
             write_report(group.folder, group.folder / "report.html", progress=progress)
-    main = described[groups[0].name]
-    results = {
-        **common,
-        "dataset": main["dataset"],
-        "dataset_config_hash": main["dataset_config_hash"],
-        "dataset_config": main["dataset_config"],
-        "runs": main["runs"],
-        "groups": described,
-    }
+            described["runs"] = summaries[group.name]
+        results["groups"][group.name] = described
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))
     write_report(out, out / "report.html", progress=progress)
     return {"results": results, "tables": tables, "records": records}
