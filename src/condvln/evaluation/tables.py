@@ -418,28 +418,15 @@ def coverage_table(
     return ResultTable("Episodes per source dataset", groups, tuple(rows), 0)
 
 
-COVERAGE_TERMINAL = {
-    "simple": "simple",
-    "nested": "nested",
-    "deep_nested": "deep",
-    "chain": "chain",
-    "long_chain": "long",
-    "nested_chain": "n.chain",
-    "in_room": "in-room",
-    "cross_room": "x-room",
-    "relation": "relation",
-}
-"""Short labels of :func:`coverage_table` columns (category or composition value → label)."""
-
-
 def coverage_terminal(table: ResultTable) -> Table:
-    """:func:`coverage_table` for an 80-column terminal: episode counts, "–" for none."""
+    """:func:`coverage_table` for an 80-column terminal, transposed: one line per category or
+    composition, one column per source (episode counts, "–" for none)."""
     out = Table(title=table.title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    out.add_column("source", no_wrap=True)
-    out.add_column("N", justify="right")
-    labels = [column for _, columns in table.groups for column in columns]
-    for label in labels:
-        out.add_column(COVERAGE_TERMINAL.get(label, label), justify="right", no_wrap=True)
+    out.add_column("", no_wrap=True)
     for row in table.rows:
-        out.add_row(row.name, str(row.n), *("–" if v is None else f"{v:.0f}" for v in row.values))
+        out.add_column(row.name, justify="right", no_wrap=True)
+    out.add_row("episodes", *(str(row.n) for row in table.rows), end_section=True)
+    for i, column in enumerate(table.columns):
+        cells = ("–" if row.values[i] is None else f"{row.values[i]:.0f}" for row in table.rows)
+        out.add_row(column, *cells)
     return out
