@@ -152,3 +152,13 @@ def test_the_default_groups_cover_all_120_ithor_rooms() -> None:
         assert config.single_room_radius == 0.5
     with pytest.raises(ConfigError, match="already an iTHOR"):
         run_benchmark("unused", config=ITHOR_TINY, runs=RUNS)
+
+
+def test_benchmark_settings_configure_the_ithor_group() -> None:
+    from condvln.benchmark import ITHOR_SMALL
+    from condvln.config import BenchmarkSettings, resolve
+
+    assert resolve(BenchmarkSettings).ithor == ITHOR_SMALL
+    assert resolve(BenchmarkSettings, overrides=["ithor=null"]).ithor is None
+    smaller = resolve(BenchmarkSettings, overrides=["ithor.scenes=12", "ithor.per_scene=5"]).ithor
+    assert (smaller.scenes, smaller.per_scene, smaller.inputs) == (12, 5, ITHOR_ROOMS)
