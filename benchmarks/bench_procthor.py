@@ -55,7 +55,7 @@ def main() -> None:
     print(f"ithor:    {rate(files, ithor.load, args.repeat):8.1f} scenes/s (fixture files)")
 
     if importlib.util.find_spec("procthor") is None:
-        print('ithor:    named scenes skipped (pip install "condvln[ithor]")')
+        print('ithor:    named scenes skipped (pip install "procthor>=0.0.1.dev2")')
         return
     start = time.perf_counter()
     ithor.load("FloorPlan1")

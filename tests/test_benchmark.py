@@ -7,9 +7,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from condvln.benchmark import RunSpec, run_benchmark
+from condvln.benchmark import ITHOR_ROOMS, RunSpec, run_benchmark
 from condvln.dataset.generate import GenerateConfig
+from condvln.dataset.vlnce import load_split
 from condvln.errors import ConfigError
+from condvln.scene.sources.ithor import ithor_scene_names
 
 TINY = GenerateConfig(scenes=8, per_scene=30, unseen_share=0.5, seed=1)
 RUNS = (RunSpec("random", "random"), RunSpec("oracle_linear", "oracle_linear"))
@@ -17,7 +19,7 @@ RUNS = (RunSpec("random", "random"), RunSpec("oracle_linear", "oracle_linear"))
 
 def test_benchmark_writes_tables_and_reuses_its_dataset(tmp_path: Path) -> None:
     out = tmp_path / "bench"
-    outcome = run_benchmark(out, config=TINY, runs=RUNS, workers=1)
+    outcome = run_benchmark(out, config=TINY, ithor=None, runs=RUNS, workers=1)
     for name in ("table2.md", "table2.csv", "table3.md", "table3.csv", "results.json"):
         assert (out / name).is_file(), name
     results = orjson.loads((out / "results.json").read_bytes())
@@ -36,10 +38,12 @@ def test_benchmark_writes_tables_and_reuses_its_dataset(tmp_path: Path) -> None:
     )
     assert (out / "runs" / "random" / "trajectories.jsonl").is_file()
     stamp = (out / "dataset" / "stats.json").stat().st_mtime_ns
-    run_benchmark(out, config=TINY, runs=RUNS[:1], workers=1)  # resumes: dataset reused
+    run_benchmark(out, config=TINY, ithor=None, runs=RUNS[:1], workers=1)  # resumes: dataset reused
     assert (out / "dataset" / "stats.json").stat().st_mtime_ns == stamp
     with pytest.raises(ConfigError, match="another configuration"):
-        run_benchmark(out, config=GenerateConfig(scenes=3, per_scene=10), runs=RUNS, workers=1)
+        run_benchmark(
+            out, config=GenerateConfig(scenes=3, per_scene=10), ithor=None, runs=RUNS, workers=1
+        )
 
 
 def test_pixel_rows_join_with_full_or_pixels_only() -> None:
@@ -51,3 +55,110 @@ def test_pixel_rows_join_with_full_or_pixels_only() -> None:
     assert {r.agent for r in PIXEL_RUNS} <= set(AGENTS.names())
     protocol = parse_protocol(PIXELS)
     assert protocol.sensors == ("depth", "semantic") and not protocol.detections
+
+
+ITHOR_TINY = GenerateConfig(
+    source="ithor", inputs=ITHOR_ROOMS, scenes=12, per_scene=20, unseen_share=0.5
+)
+"""Twelve iTHOR rooms (three of each room type), read from the procthor package's metadata."""
+
+
+def _records(path: Path) -> list[dict]:
+    return [orjson.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_benchmark_reports_the_ithor_group_per_source(tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    outcome = run_benchmark(out, config=TINY, ithor=ITHOR_TINY, runs=RUNS, workers=1)
+    # the iTHOR group is a benchmark folder of its own, its episodes carry the 0.5 m radius
+    episodes = load_split(out / "ithor" / "dataset", "val_unseen")["episodes"]
+    assert episodes and {e["info"]["condvln"]["source_dataset"] for e in episodes} == {"ithor"}
+    assert {g["radius"] for e in episodes for g in e["goals"]} == {0.5}
+    assert all(s["radius"] == 0.5 for e in episodes for s in e["info"]["condvln"]["subgoals"])
+    for name in ("results.json", "report.html", "eval/oracle_linear/metrics.json"):
+        assert (out / "ithor" / name).is_file(), name
+    results = orjson.loads((out / "results.json").read_bytes())
+    assert results["groups"]["procedural"] == {
+        "folder": ".",
+        "source": "procedural",
+        "dataset_config_hash": TINY.config_hash(),
+        "success_radius_m": [1.0],
+    }
+    assert results["groups"]["ithor"]["success_radius_m"] == [0.5]
+    assert set(results["groups"]["ithor"]["runs"]) == {"random", "oracle_linear"}
+
+    # scored with the episodes' own radius: success = stopped strictly within 0.5 m
+    ithor = {
+        r: _records(out / "ithor" / "eval" / r / "episodes.jsonl")
+        for r in ("random", "oracle_linear")
+    }
+    procedural = {r: _records(out / "eval" / r / "episodes.jsonl") for r in ithor}
+    for rec in ithor["oracle_linear"] + ithor["random"]:
+        assert rec["success"] == int(rec["stop_called"] and rec["distance_to_goal"] < 0.5)
+
+    # Table 2: a column group per source, then all episodes, each cell the mean of its group
+    t2 = outcome["tables"]["table2"]
+    assert [g for g, _ in t2.groups] == ["ithor", "procedural", "all", "diagnostics"]
+    for row in t2.rows:
+        values = dict(zip(t2.columns, row.values, strict=True))
+        mine, theirs = ithor[row.name], procedural[row.name]
+        assert row.n == len(mine) + len(theirs)
+        assert values["ithor SR"] == pytest.approx(
+            100 * sum(r["success"] for r in mine) / len(mine)
+        )
+        assert values["procedural SPL"] == pytest.approx(
+            100 * sum(r["spl"] for r in theirs) / len(theirs)
+        )
+        pooled = mine + theirs
+        assert values["all SR"] == pytest.approx(
+            100 * sum(r["success"] for r in pooled) / len(pooled)
+        )
+    oracle = dict(zip(t2.columns, t2.rows[1].values, strict=True))
+    assert oracle["ithor SR"] > 0.0
+    md = (out / "table2.md").read_text()
+    assert "| Model | N | ithor SR |" in md and "success radius: procedural 1 m, ithor 0.5 m" in md
+
+    # Table 3 per source; a cell without episodes is empty, not an error
+    t3 = outcome["tables"]["table3"]
+    assert [g for g, _ in t3.groups][:5] == [
+        "ithor base d=1,ℓ=1",
+        "ithor depth d=2,ℓ=1",
+        "ithor depth d=3,ℓ=1",
+        "ithor chain d=1,ℓ=2",
+        "ithor chain d=1,ℓ=3",
+    ]
+    cells = {(r["depth"], r["chain"]) for r in ithor["random"]}
+    values = dict(zip(t3.columns, t3.rows[0].values, strict=True))
+    assert (values["ithor chain d=1,ℓ=3 CSR"] is None) == ((1, 3) not in cells)
+
+    # coverage: a single room has no cross-room condition; counts match the records
+    coverage = {row.name: row for row in outcome["tables"]["coverage"].rows}
+    columns = outcome["tables"]["coverage"].columns
+    got = dict(zip(columns, coverage["ithor"].values, strict=True))
+    assert coverage["ithor"].n == len(ithor["random"]) and got["composition cross_room"] is None
+    for category in {r["category"] for r in ithor["random"]}:
+        expected = sum(r["category"] == category for r in ithor["random"])
+        assert got[f"category {category}"] == expected
+    assert (out / "coverage.md").read_text().count("\n| ") == 3  # header + two sources
+
+
+def test_the_default_groups_cover_all_120_ithor_rooms() -> None:
+    from condvln.benchmark import ITHOR_FULL, ITHOR_SMALL
+
+    assert len(set(ITHOR_ROOMS)) == 120 and set(ITHOR_ROOMS) == set(ithor_scene_names())
+    assert ITHOR_ROOMS[:4] == ("FloorPlan1", "FloorPlan201", "FloorPlan301", "FloorPlan401")
+    for config in (ITHOR_SMALL, ITHOR_FULL):
+        assert config.source == "ithor" and config.scenes == 120
+        assert config.single_room_radius == 0.5
+    with pytest.raises(ConfigError, match="already an iTHOR"):
+        run_benchmark("unused", config=ITHOR_TINY, runs=RUNS)
+
+
+def test_benchmark_settings_configure_the_ithor_group() -> None:
+    from condvln.benchmark import ITHOR_SMALL
+    from condvln.config import BenchmarkSettings, resolve
+
+    assert resolve(BenchmarkSettings).ithor == ITHOR_SMALL
+    assert resolve(BenchmarkSettings, overrides=["ithor=null"]).ithor is None
+    smaller = resolve(BenchmarkSettings, overrides=["ithor.scenes=12", "ithor.per_scene=5"]).ithor
+    assert (smaller.scenes, smaller.per_scene, smaller.inputs) == (12, 5, ITHOR_ROOMS)

@@ -148,9 +148,12 @@ def test_benchmark_command_small(cli, tmp_path: Path) -> None:
     mine = Path(__file__).parent / "agents" / "data" / "served_agent.py"
     args = ("benchmark", "--out", str(out), "--scenes", "6", "--per-scene", "20", "-q")
     agent = ("--agent", f"{mine}:DetectionAgent", "--agent-arg", "max_steps=30")
-    result = cli(*args, *agent, columns=80)
+    result = cli(*args, "--ithor-rooms", "12", *agent, columns=80)
     assert result.returncode == 0, result.stderr
-    assert "Table 2: main results (%)" in result.stdout and "neurosymbolic+noise" in result.stdout
+    assert "Table 2: main results per source (%)" in result.stdout
+    assert "neurosymbolic+noise" in result.stdout and "Episodes per source dataset" in result.stdout
+    assert {"ithor", "procedural", "all"} <= set(result.stdout.split())
+    assert (out / "ithor" / "runs" / "DetectionAgent" / "manifest.json").is_file()
     assert max(map(len, result.stdout.splitlines())) <= 80 and "…" not in result.stdout
     assert (out / "table2.md").is_file() and (out / "table3.csv").is_file()
     assert "| DetectionAgent |" in (out / "table2.md").read_text()

@@ -1,19 +1,24 @@
-"""``condvln benchmark``: generate (or reuse) a dataset, run every baseline, evaluate, tabulate.
+"""``condvln benchmark``: generate (or reuse) datasets, run every baseline, evaluate, tabulate.
 
-The default is sized to finish in minutes on a 2-core laptop; ``full=True`` uses the paper-scale
-dataset of ``condvln generate``. Every piece is the same code the individual commands run, so a
+The benchmark has two source groups, as the paper reports Table 2 per source: the procedural
+houses (multi-room, 1.0 m success radius) and the AI2-THOR group, the 120 iTHOR rooms read from
+the ``procthor`` package's object metadata (single rooms, 0.5 m success radius). The default is
+sized to finish in minutes on a 2-core laptop; ``full=True`` uses the paper-scale dataset of
+``condvln generate`` and 75 instructions per iTHOR room. Every piece is the same code the individual commands run, so a
 benchmark folder can be re-scored or extended with ``condvln run`` / ``condvln evaluate``.
 Users' agents join every table as extra rows (:func:`user_runs`, ``--agent SPEC``).
 
 Results folder::
 
-    dataset/                 the generated dataset (reused when its configuration matches)
+    dataset/                 the procedural dataset (reused when its configuration matches)
     runs/<run>/              trajectories.jsonl, predictions.json, manifest.json per run
     eval/<run>/              episodes.jsonl, metrics.json, tables, manifest.json per run
-    table2.md|csv            paper Table 2 layout, one row per run
-    table3.md|csv            paper Table 3 layout (depth and chain sweeps)
-    results.json             the main numbers of every run
-    report.html              the self-contained HTML report (``condvln report``)
+    ithor/                   the iTHOR group: dataset/, runs/, eval/, results.json, report.html
+    table2.md|csv            paper Table 2 layout, one row per run, a column group per source
+    table3.md|csv            paper Table 3 layout (depth and chain sweeps), per source
+    coverage.md|csv          episodes per source and Table-1 category / spatial composition
+    results.json             the main numbers of every run and group
+    report.html              the self-contained HTML report of the procedural group
 """
 
 from __future__ import annotations
@@ -35,11 +40,31 @@ from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.io import atomic_write_bytes, output_lock, output_path, read_json
 from condvln.parallel.executors import Executor
 from condvln.provenance import provenance
+from condvln.scene.sources.ithor import ROOM_KINDS, SCENES_PER_KIND
 
 Progress = Callable[[str, int], Callable[[], None]]
 
 SMALL = GenerateConfig(scenes=80, per_scene=50, unseen_share=0.5)
 """Default benchmark dataset: small enough for a laptop, half the scenes unseen."""
+
+ITHOR_ROOMS: tuple[str, ...] = tuple(
+    f"FloorPlan{first + i}" for i in range(SCENES_PER_KIND) for _, first, _ in ROOM_KINDS
+)
+"""The 120 iTHOR rooms, one of each room type in turn (FloorPlan1, 201, 301, 401, 2, …), so the
+first N rooms (``scenes=N``) mix kitchens, living rooms, bedrooms and bathrooms."""
+
+ITHOR_SMALL = GenerateConfig(
+    source="ithor", scenes=len(ITHOR_ROOMS), inputs=ITHOR_ROOMS, per_scene=20, unseen_share=0.5
+)
+"""Default AI2-THOR group: every iTHOR room, 20 instructions each, half the rooms unseen."""
+
+ITHOR_FULL = GenerateConfig(
+    source="ithor", scenes=len(ITHOR_ROOMS), inputs=ITHOR_ROOMS, per_scene=75
+)
+"""AI2-THOR group of ``full=True``: the per-scene count and unseen share of ``condvln generate``."""
+
+AUTO = "auto"
+"""``ithor=AUTO``: :data:`ITHOR_FULL` with ``full``, else :data:`ITHOR_SMALL`."""
 
 NOISE = {"miss_rate": 0.3, "confusion_rate": 0.1, "false_detection_rate": 0.05}
 """Perception noise of the ``neurosymbolic+noise`` run."""
@@ -151,6 +176,7 @@ def run_benchmark(
     runs: tuple[RunSpec, ...] | None = None,
     pixels: bool = False,
     config: GenerateConfig | None = None,
+    ithor: GenerateConfig | str | None = AUTO,
     protocol: Mapping[str, Any] | None = None,
     options: MetricOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
@@ -159,35 +185,70 @@ def run_benchmark(
 
     Args:
         out: Results folder (created; an interrupted benchmark resumes where it stopped).
-        full: Use the paper-scale dataset instead of the small default.
+        full: Use the paper-scale datasets instead of the small defaults.
         split: Split the agents are run and scored on.
         workers: Worker processes for generation, the agent runs and scoring, or an
             :class:`~condvln.parallel.Executor` (``Executor("ray", ...)`` runs all on Ray).
         runs: The rows of the benchmark (default: :data:`RUNS`, plus :data:`PIXEL_RUNS` with
             ``full`` or ``pixels``).
         pixels: Add the pixel-perception rows to the default rows.
-        config: Dataset configuration (overrides ``full``; for custom or test runs).
+        config: Dataset configuration of the procedural group (overrides ``full``).
+        ithor: Dataset configuration of the AI2-THOR group (in ``out/ithor``): :data:`AUTO`
+            for :data:`ITHOR_SMALL` / :data:`ITHOR_FULL`, ``None`` for no such group.
         protocol: Observation protocol of every run (a run's own settings go on top).
         options: Metric conventions and thresholds.
         progress: ``progress(label, total)`` returning an ``advance()`` callback.
     """
     out = output_path(out)
     config = config or (GenerateConfig() if full else SMALL)
+    if ithor == AUTO:
+        ithor = ITHOR_FULL if full else ITHOR_SMALL
+    if isinstance(ithor, str):
+        raise ConfigError(f"ithor must be {AUTO!r}, a dataset configuration or None")
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
     if isinstance(workers, int) and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     if runs is None:
         runs = RUNS + PIXEL_RUNS if full or pixels else RUNS
+    groups = [Group(config.source, out, config)]
+    if ithor is not None:
+        if config.source == "ithor":
+            raise ConfigError("the main dataset is already an iTHOR one; drop the iTHOR group")
+        groups.append(Group("ithor", out / "ithor", ithor))
     with output_lock(out):
         return _benchmark(
-            out, config, split, Executor.of(workers), runs, protocol, options, progress
+            out, groups, split, Executor.of(workers), runs, protocol, options, progress
         )
+
+
+@dataclass(frozen=True)
+class Group:
+    """A source group of the benchmark: its name, its results folder and its dataset."""
+
+    name: str
+    folder: Path
+    config: GenerateConfig
+
+
+def _group_dataset(
+    group: Group, split: str, executor: Executor, progress: Progress | None
+) -> tuple[Path, list[float]]:
+    """The group's dataset folder (generated or reused) and the success radii of ``split``."""
+    dataset = _dataset(group.folder, group.config, executor, progress)
+    episodes = load_split(dataset, split)["episodes"]
+    if not episodes:
+        knobs = "--scenes / --per-scene" if group.name != "ithor" else "--ithor-rooms"
+        raise ConfigError(
+            f"split {split!r} of {dataset} has no episodes: the dataset is too small "
+            f"(raise {knobs}, or remove the folder)"
+        )
+    return dataset, sorted({float(g["radius"]) for e in episodes for g in e.get("goals") or ()})
 
 
 def _benchmark(
     out: Path,
-    config: GenerateConfig,
+    groups: list[Group],
     split: str,
     executor: Executor,
     runs: tuple[RunSpec, ...],
@@ -197,70 +258,104 @@ def _benchmark(
 ) -> dict[str, Any]:
     from condvln.agents.run import run_agent
     from condvln.evaluation.evaluate import evaluate_run, fidelity_note
-    from condvln.evaluation.tables import table2, table3
+    from condvln.evaluation.tables import coverage_table, table2, table3
+    from condvln.program.ast import CATEGORIES
     from condvln.report.html import write_report
+    from condvln.synth.sampler import COMPOSITIONS
 
-    dataset = _dataset(out, config, executor, progress)
-    if not load_split(dataset, split)["episodes"]:
-        raise ConfigError(
-            f"split {split!r} of {dataset} has no episodes: the dataset is too small "
-            "(raise --scenes / --per-scene, or remove the folder)"
-        )
-    records: dict[str, list[dict[str, Any]]] = {}
-    summaries: dict[str, Any] = {}
-    note = ""  # how nDTW was computed: the same dataset, split and d_th for every run
+    datasets = [_group_dataset(g, split, executor, progress) for g in groups]
+    records: dict[str, list[dict[str, Any]]] = {spec.name: [] for spec in runs}
+    summaries: dict[str, dict[str, Any]] = {g.name: {} for g in groups}
+    notes: dict[str, str] = {}  # per group: how nDTW was computed (the same for every run)
     for spec in runs:
-        run_dir = out / "runs" / spec.name
-        summary = run_agent(
-            spec.agent,
-            dataset,
-            split,
-            run_dir,
-            agent_args=spec.agent_args,
-            protocol={**(protocol or {}), **spec.protocol},
-            executor=executor,
-            progress=_episode_progress(progress, f"run {spec.name}"),
+        for group, (dataset, _) in zip(groups, datasets, strict=True):
+            run_dir = group.folder / "runs" / spec.name
+            label = spec.name if group.folder == out else f"{spec.name} ({group.name})"
+            summary = run_agent(
+                spec.agent,
+                dataset,
+                split,
+                run_dir,
+                agent_args=spec.agent_args,
+                protocol={**(protocol or {}), **spec.protocol},
+                executor=executor,
+                progress=_episode_progress(progress, f"run {label}"),
+            )
+            result = evaluate_run(
+                dataset,
+                run_dir / "trajectories.jsonl",
+                group.folder / "eval" / spec.name,
+                split=split,
+                options=options,
+                run_name=spec.name,
+                executor=executor,
+            )
+            records[spec.name] += result["records"]
+            summaries[group.name][spec.name] = {
+                "agent": spec.agent,
+                "agent_args": spec.agent_args,
+                "protocol": spec.protocol,
+                "agent_failures": summary.failures,
+                "episodes": summary.episodes,
+                "seconds": round(summary.seconds, 2),
+                "metrics": {k: v.get("mean") for k, v in result["metrics"]["metrics"].items()},
+                "failure_categories": result["metrics"].get("failure_categories"),
+                "fidelity": result["metrics"]["fidelity"],
+            }
+            notes[group.name] = fidelity_note(result["metrics"]["fidelity"])
+    scored = records[runs[0].name] if runs else []  # every run scores the same episodes
+    note = next(iter(notes.values()), "")
+    if len(groups) > 1:
+        radii = ", ".join(
+            f"{g.name} {'/'.join(f'{r:g}' for r in rs)} m"
+            for g, (_, rs) in zip(groups, datasets, strict=True)
         )
-        result = evaluate_run(
-            dataset,
-            run_dir / "trajectories.jsonl",
-            out / "eval" / spec.name,
-            split=split,
-            options=options,
-            run_name=spec.name,
-            executor=executor,
-        )
-        records[spec.name] = result["records"]
-        summaries[spec.name] = {
-            "agent": spec.agent,
-            "agent_args": spec.agent_args,
-            "protocol": spec.protocol,
-            "agent_failures": summary.failures,
-            "episodes": summary.episodes,
-            "seconds": round(summary.seconds, 2),
-            "metrics": {k: v.get("mean") for k, v in result["metrics"]["metrics"].items()},
-            "failure_categories": result["metrics"].get("failure_categories"),
-            "fidelity": result["metrics"]["fidelity"],
-        }
-        note = fidelity_note(result["metrics"]["fidelity"])
+        note = f"success radius: {radii}; " + "; ".join(f"{g}: {n}" for g, n in notes.items())
     tables = {
         "table2": dataclasses.replace(table2(list(records.items())), note=note),
         "table3": dataclasses.replace(table3(list(records.items())), note=note),
+        "coverage": coverage_table(scored, list(CATEGORIES.values()), COMPOSITIONS),
     }
     for name, table in tables.items():
         atomic_write_bytes(out / f"{name}.md", table.to_markdown().encode())
         atomic_write_bytes(out / f"{name}.csv", table.to_csv().encode())
-    results = {
+    common = {
         "condvln_version": __version__,
-        "dataset": str(dataset),
-        "dataset_config_hash": config.config_hash(),
-        "dataset_config": config.model_dump(mode="json"),
         "split": split,
         "protocol": dict(protocol or {}),
         "metric_options": dataclasses.asdict(options),
         "provenance": provenance(),
-        "runs": summaries,
     }
+    results = {
+        **common,
+        "dataset": str(datasets[0][0]),
+        "dataset_config_hash": groups[0].config.config_hash(),
+        "dataset_config": groups[0].config.model_dump(mode="json"),
+        "runs": summaries[groups[0].name],
+        "groups": {},
+    }
+    for group, (dataset, radii) in zip(groups, datasets, strict=True):
+        described: dict[str, Any] = {
+            "folder": str(group.folder.relative_to(out)),
+            "source": group.config.source,
+            "dataset_config_hash": group.config.config_hash(),
+            "success_radius_m": radii,
+        }
+        if group.folder != out:  # a benchmark folder of its own, with the group's runs
+            own = {
+                **common,
+                "dataset": str(dataset),
+                "dataset_config_hash": group.config.config_hash(),
+                "dataset_config": group.config.model_dump(mode="json"),
+                "success_radius_m": radii,
+                "runs": summaries[group.name],
+            }
+            atomic_write_bytes(
+                group.folder / "results.json", orjson.dumps(own, option=orjson.OPT_INDENT_2)
+            )
+            write_report(group.folder, group.folder / "report.html", progress=progress)
+            described["runs"] = summaries[group.name]
+        results["groups"][group.name] = described
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))
     write_report(out, out / "report.html", progress=progress)
     return {"results": results, "tables": tables, "records": records}

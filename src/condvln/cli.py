@@ -889,6 +889,14 @@ def benchmark_command(
         typer.Option(help="Instructions sampled per house (default 50; 75 with --full)."),
     ] = None,
     split: Annotated[str, typer.Option(help="Split the agents are scored on.")] = "val_unseen",
+    ithor: Annotated[
+        bool,
+        typer.Option(help="Add the AI2-THOR group: the 120 iTHOR rooms (0.5 m success radius)."),
+    ] = True,
+    ithor_rooms: Annotated[
+        int | None,
+        typer.Option(min=1, max=120, help="Use the first N iTHOR rooms (types in turn)."),
+    ] = None,
     pixels: Annotated[
         bool,
         typer.Option(help="Add the pixel-perception rows (always on with --full; slow)."),
@@ -910,16 +918,28 @@ def benchmark_command(
 ) -> None:
     """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
     from condvln.agents.base import parse_agent_args
-    from condvln.benchmark import PIXEL_RUNS, benchmark_runs, run_benchmark, user_runs
+    from condvln.benchmark import (
+        ITHOR_FULL,
+        PIXEL_RUNS,
+        benchmark_runs,
+        run_benchmark,
+        user_runs,
+    )
     from condvln.dataset.generate import GenerateConfig
 
-    keys = {"scenes": "dataset.scenes", "per_scene": "dataset.per_scene", "split": "split"}
-    base = {"dataset": GenerateConfig()} if full else None
+    keys = {
+        "scenes": "dataset.scenes",
+        "per_scene": "dataset.per_scene",
+        "split": "split",
+        "ithor_rooms": "ithor.scenes",
+    }
+    base = {"dataset": GenerateConfig(), "ithor": ITHOR_FULL} if full else None
     s = _settings(ctx, "benchmark", config_file, overrides, keys, base=base)
     with _MultiProgress(quiet) as bars:
         outcome = run_benchmark(
             out,
             config=s.dataset,
+            ithor=s.ithor if ithor else None,
             split=s.split,
             workers=_executor(executor, workers, ray_address, agent_resources),
             runs=benchmark_runs(s.noise.model_dump())
@@ -929,10 +949,11 @@ def benchmark_command(
             options=s.metrics,
             progress=bars.add,
         )
-    from condvln.evaluation.tables import terminal_tables
+    from condvln.evaluation.tables import coverage_terminal, terminal_tables
 
     for part in terminal_tables(outcome["tables"]["table2"], outcome["tables"]["table3"]):
         console.print(part)
+    console.print(coverage_terminal(outcome["tables"]["coverage"]))
     console.print(f"wrote {out}: per-run results in runs/ and eval/, report.html")
 
 

@@ -41,7 +41,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field
 
-from condvln.benchmark import SMALL
+from condvln.benchmark import ITHOR_SMALL, SMALL
 from condvln.dataset.generate import GenerateConfig
 from condvln.errors import ConfigError
 from condvln.evaluation.metrics import MetricOptions
@@ -104,6 +104,8 @@ class BenchmarkSettings(BaseModel):
     Attributes:
         dataset: The generated dataset (default: 80 houses, 50 instructions each, half unseen;
             ``--full``: the paper-scale ``condvln generate`` defaults).
+        ithor: The AI2-THOR group's dataset (default: the 120 iTHOR rooms, 20 instructions
+            each, half unseen; ``--full``: 75 each, 30% unseen; ``null``: no such group).
         split: Split the agents are run and scored on.
         protocol: Observation protocol of every run (the noise run adds ``noise``).
         noise: Perception noise of the ``neurosymbolic+noise`` run.
@@ -113,6 +115,7 @@ class BenchmarkSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     dataset: GenerateConfig = SMALL
+    ithor: GenerateConfig | None = ITHOR_SMALL
     split: str = "val_unseen"
     protocol: ObservationProtocol = ObservationProtocol()
     noise: NoiseSettings = NoiseSettings()

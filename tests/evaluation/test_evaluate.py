@@ -389,15 +389,18 @@ def test_tables_with_two_runs() -> None:
     assert rows[2][rows[0].index("mp3d SR")] == ""
 
     t3 = table3([("oracle", good), ("blind", bad)])
+    cells = ["base d=1,ℓ=1", "depth d=2,ℓ=1", "depth d=3,ℓ=1", "chain d=1,ℓ=2", "chain d=1,ℓ=3"]
     assert [g for g, _ in t3.groups] == [
-        "base d=1,ℓ=1",
-        "depth d=2,ℓ=1",
-        "depth d=3,ℓ=1",
-        "chain d=1,ℓ=2",
-        "chain d=1,ℓ=3",
+        f"{s} {c}" for s in ("gibson", "mp3d", "all") for c in cells
     ]
     assert all(cols == ("BSA", "CSR") for _, cols in t3.groups)
     oracle3, blind3 = (dict(zip(t3.columns, row.values, strict=True)) for row in t3.rows)
-    assert oracle3["base d=1,ℓ=1 CSR"] == 100.0 and oracle3["depth d=2,ℓ=1 BSA"] == 100.0
-    assert blind3["chain d=1,ℓ=2 CSR"] == 0.0 and blind3["depth d=3,ℓ=1 BSA"] is None
+    assert (
+        oracle3["gibson base d=1,ℓ=1 CSR"] == 100.0 and oracle3["mp3d depth d=2,ℓ=1 BSA"] == 100.0
+    )
+    assert oracle3["gibson depth d=2,ℓ=1 BSA"] is None and oracle3["all depth d=2,ℓ=1 BSA"] == 100.0
+    assert blind3["gibson chain d=1,ℓ=2 CSR"] == 0.0 and blind3["all depth d=3,ℓ=1 BSA"] is None
+    assert blind3["mp3d base d=1,ℓ=1 CSR"] is None  # blind has no mp3d episode: empty, no crash
+    single = table3([("oracle", good[:1])])  # one source: the paper's unprefixed groups
+    assert [g for g, _ in single.groups] == cells
     assert "100.00" in t3.to_markdown() and t3.to_rich().row_count == 2

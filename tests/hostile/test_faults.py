@@ -177,7 +177,7 @@ def _manifest(run: Path) -> Any:
     return data
 
 
-BENCH = ("--scenes", "6", "--per-scene", "16", "-j", "1", "-q")
+BENCH = ("--scenes", "6", "--per-scene", "16", "--no-ithor", "-j", "1", "-q")
 BENCH_VOLATILE = ("manifest.json", "results.json", "report.html")
 """Files with timestamps or wall times (compared separately)."""
 

@@ -140,7 +140,9 @@ def test_benchmark_on_ray_equals_local(tmp_path: Path) -> None:
     config = GenerateConfig(scenes=3, per_scene=20)
     runs = (RunSpec("random", "random"),)
     for name, workers in (("local", 1), ("ray", RAY)):
-        run_benchmark(tmp_path / name, config=config, split="train", runs=runs, workers=workers)
+        run_benchmark(
+            tmp_path / name, config=config, ithor=None, split="train", runs=runs, workers=workers
+        )
     local, ray = _files(tmp_path / "local"), _files(tmp_path / "ray")
     # manifests, results.json and report.html hold paths, timings or the command line
     skip = ("manifest.json", "results.json", "report.html")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH_ARGS = ("--scenes", "10", "--per-scene", "30", "-j", "1", "-q")
+BENCH_ARGS = ("--scenes", "10", "--per-scene", "30", "--no-ithor", "-j", "1", "-q")
 """About 47 val_unseen episodes over 3 unseen houses, 6 runs: ~20 s on one core."""
 
 CHROMIUM_FLAGS = (

@@ -22,7 +22,7 @@ STOVE = "StoveBurner|-00.04|+00.92|-02.37"
 HAS_PROCTHOR = importlib.util.find_spec("procthor") is not None
 needs_procthor = pytest.mark.skipif(
     not HAS_PROCTHOR,
-    reason='the optional procthor package is not installed (pip install "condvln[ithor]")',
+    reason='the procthor package is not installed (pip install "procthor>=0.0.1.dev2")',
 )
 
 
@@ -271,7 +271,7 @@ def test_missing_package_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ConfigError) as info:
         load("FloorPlan1")
-    assert 'pip install "condvln[ithor]"' in str(info.value)
+    assert 'pip install "procthor>=0.0.1.dev2"' in str(info.value)
     assert "\n" not in str(info.value)
 
 

@@ -6,7 +6,11 @@
   branch goal (SR-any), the wrong-branch rate (WB) and the share of all episodes in each failure
   category;
 * :func:`table3` — paper Table 3: BSA and CSR at the base case d=1, ℓ=1, the logical-depth sweep
-  (d=2 and d=3 at ℓ=1) and the chain-length sweep (ℓ=2 and ℓ=3 at d=1).
+  (d=2 and d=3 at ℓ=1) and the chain-length sweep (ℓ=2 and ℓ=3 at d=1); per source dataset
+  (plus "all") when there are several sources;
+* :func:`coverage_table` — episodes per source dataset and Table-1 category / spatial
+  composition, so a source that cannot have a category (a single room has no cross-room
+  condition) shows it as empty.
 
 A run is a name and its per-episode records (the lines of ``episodes.jsonl``). Cells are
 percentages of the mean over the episodes with a value (``None`` values, e.g. the BSA of an
@@ -65,6 +69,12 @@ goal (plausible navigation), the wrong-branch rate and the share of episodes the
 
 FAILURE_CATEGORIES: tuple[str, ...] = get_args(FailureCategory)
 """Failure categories, in :func:`~.diagnostics.failure_category` rule order."""
+
+SOURCE_COLUMNS: tuple[str, ...] = ("SR", "SPL", "BSA", "CSR")
+"""Columns of every source group of Table 2 (keys in :data:`COLUMN_KEYS`)."""
+
+SCALING_COLUMNS: tuple[str, ...] = ("BSA", "CSR")
+"""Columns of every depth / chain cell of Table 3 (keys in :data:`COLUMN_KEYS`)."""
 
 SCALING_CELLS = (
     ("base", 1, 1),
@@ -155,6 +165,31 @@ class ResultTable:
             )
         return table
 
+    def to_terminal_by_source(
+        self, sources: Sequence[str], wanted: Mapping[str, str], title: str
+    ) -> Table:
+        """A narrow rich table with one line per run and source group.
+
+        Column ``"<source> <key>"`` of each source in ``sources`` is shown under the label
+        ``wanted[key]``; a column the table lacks is "–".
+        """
+        table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        table.add_column("run", no_wrap=True)
+        table.add_column("source", no_wrap=True)
+        for label in wanted.values():
+            table.add_column(label, justify="right", no_wrap=True)
+        for row in self.rows:
+            values = dict(zip(self.columns, row.values, strict=True))
+            for i, source in enumerate(sources):
+                cells = [values.get(f"{source} {key}") for key in wanted]
+                table.add_row(
+                    row.name if i == 0 else "",
+                    source,
+                    *("–" if v is None else f"{v:.1f}" for v in cells),
+                    end_section=i == len(sources) - 1,
+                )
+        return table
+
     def to_rich(self) -> Table:
         """A rich table (group label above each column label)."""
         table = Table(title=self.title, caption=self.note or None)
@@ -198,7 +233,26 @@ TABLE3_TERMINAL = {
 
 
 def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[RenderableType]:
-    """Tables 2 and 3 for an 80-column terminal, with the legend; the full ones are in files."""
+    """Tables 2 and 3 for an 80-column terminal, with the legend; the full ones are in files.
+
+    With several source datasets, both show one line per run and source group (the sources,
+    then "all"), and Table 2's diagnostics (over all episodes) follow as a table of their own.
+    """
+    sources = [group for group, _ in table_2.groups if group != "diagnostics"]
+    if len(sources) > 1:
+        diagnostics = {k: v for k, v in TABLE2_TERMINAL.items() if k.startswith("diagnostics ")}
+        columns = dict(table_2.groups)[sources[0]]
+        return [
+            table_2.to_terminal_by_source(
+                sources, {c: c for c in columns}, "Table 2: main results per source (%)"
+            ),
+            table_2.to_terminal(diagnostics, "Table 2 diagnostics, all episodes (%)"),
+            Text(TABLE2_LEGEND),
+            table_3.to_terminal_by_source(
+                sources, TABLE3_TERMINAL, "Table 3: CSR by depth d and chain ℓ per source (%)"
+            ),
+            Text("full tables (all columns, BSA by d and ℓ): table2.md / table3.md (+ .csv)"),
+        ]
     return [
         table_2.to_terminal(TABLE2_TERMINAL, "Table 2: main results (%)"),
         Text(TABLE2_LEGEND),
@@ -281,33 +335,98 @@ def table2(
         The table; sources are the union over runs, sorted; an ``all`` group follows when
         there are several.
     """
-    sources = sorted({str(r.get(source_key)) for _, recs in _runs(runs) for r in recs})
-    labels = ("SR", "SPL", "BSA", "CSR")
-    groups = [(s, (lambda r, s=s: str(r.get(source_key)) == s), labels) for s in sources]
-    if len(sources) > 1:
-        groups.append(("all", lambda r: True, labels))
+    groups = [
+        (source, select, SOURCE_COLUMNS) for source, select in _source_selectors(runs, source_key)
+    ]
     title = "Table 2: main results per source dataset (%)"
     return _build(title, runs, groups, 1, diagnostics)
 
 
-def table3(runs: Runs, *, diagnostics: bool = False) -> ResultTable:
+def _source_selectors(runs: Runs, source_key: str) -> list[tuple[str, Selector]]:
+    """(source, selector) per source in the records, sorted, then ``("all", …)`` if several."""
+    sources = sorted({str(r.get(source_key)) for _, recs in _runs(runs) for r in recs})
+    chosen: list[tuple[str, Selector]] = [
+        (s, (lambda r, s=s: str(r.get(source_key)) == s)) for s in sources
+    ]
+    if len(sources) > 1:
+        chosen.append(("all", lambda r: True))
+    return chosen
+
+
+def table3(
+    runs: Runs, *, diagnostics: bool = False, source_key: str = "source_dataset"
+) -> ResultTable:
     """Paper Table 3: BSA and CSR over the depth (d) and chain-length (ℓ) sweeps.
 
     Args:
         runs: ``{name: records}`` or ``[(name, records), …]``, in row order.
         diagnostics: append the wrong-branch rate and failure-category shares (all episodes).
+        source_key: record key of the source dataset.
 
     Returns:
         The table: groups ``base d=1,ℓ=1``, ``depth d=2,ℓ=1``, ``depth d=3,ℓ=1``,
-        ``chain d=1,ℓ=2``, ``chain d=1,ℓ=3``, each with BSA and CSR.
+        ``chain d=1,ℓ=2``, ``chain d=1,ℓ=3``, each with BSA and CSR. With several sources
+        every group is repeated per source and for all episodes, named
+        ``"<source> <group>"`` (``"ithor base d=1,ℓ=1"``, …, ``"all chain d=1,ℓ=3"``).
     """
+    sources = _source_selectors(runs, source_key)
     groups = [
         (
-            f"{sweep} d={d},ℓ={ell}",
-            (lambda r, d=d, ell=ell: _is("depth", d)(r) and _is("chain", ell)(r)),
-            ("BSA", "CSR"),
+            f"{source} {sweep} d={d},ℓ={ell}" if len(sources) > 1 else f"{sweep} d={d},ℓ={ell}",
+            (
+                lambda r, d=d, ell=ell, select=select: (
+                    select(r) and _is("depth", d)(r) and _is("chain", ell)(r)
+                )
+            ),
+            SCALING_COLUMNS,
         )
+        for source, select in sources
         for sweep, d, ell in SCALING_CELLS
     ]
     title = "Table 3: scaling with logical depth d and chain length ℓ (%)"
     return _build(title, runs, groups, 2, diagnostics)
+
+
+def coverage_table(
+    records: Sequence[Record],
+    categories: Sequence[str],
+    compositions: Sequence[str],
+    *,
+    source_key: str = "source_dataset",
+) -> ResultTable:
+    """Episodes per source dataset (rows) and Table-1 category / spatial composition (columns).
+
+    A cell without episodes is ``None`` (shown "–"), so a category a source cannot have is
+    visible at a glance; the ``N`` column is the source's episode count.
+
+    >>> recs = [{"source_dataset": "ithor", "category": "simple", "composition": "relation"}]
+    >>> t = coverage_table(recs, ["simple", "nested"], ["in_room", "relation"])
+    >>> t.columns, t.rows[0].values
+    (['category simple', 'category nested', 'composition in_room', 'composition relation'], (1.0, None, None, 1.0))
+    """
+    sources = sorted({str(r.get(source_key)) for r in records})
+    rows = []
+    for source in sources:
+        chosen = [r for r in records if str(r.get(source_key)) == source]
+        values = [
+            float(sum(r.get(key) == value for r in chosen)) or None
+            for key, wanted in (("category", categories), ("composition", compositions))
+            for value in wanted
+        ]
+        rows.append(Row(source, len(chosen), tuple(values)))
+    groups = (("category", tuple(categories)), ("composition", tuple(compositions)))
+    return ResultTable("Episodes per source dataset", groups, tuple(rows), 0)
+
+
+def coverage_terminal(table: ResultTable) -> Table:
+    """:func:`coverage_table` for an 80-column terminal, transposed: one line per category or
+    composition, one column per source (episode counts, "–" for none)."""
+    out = Table(title=table.title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    out.add_column("", no_wrap=True)
+    for row in table.rows:
+        out.add_column(row.name, justify="right", no_wrap=True)
+    out.add_row("episodes", *(str(row.n) for row in table.rows), end_section=True)
+    for i, column in enumerate(table.columns):
+        cells = ("–" if row.values[i] is None else f"{row.values[i]:.0f}" for row in table.rows)
+        out.add_row(column, *cells)
+    return out

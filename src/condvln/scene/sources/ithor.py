@@ -4,8 +4,8 @@ The input is ``event.metadata["objects"]`` — a list of object dictionaries —
 forms (see :func:`load`): a JSON file with one scene's objects, a multi-scene file
 ``{"scenes": {name: [objects]}}`` (full records or the compact ``aabb_center``/``aabb_size``
 subset), or a bare iTHOR scene name read from the 120 iTHOR rooms in
-``procthor/databases/ai2thor-object-metadata.json`` of the optional ``procthor`` package
-(``pip install "condvln[ithor]"``; the JSON is read as data, the package is never imported).
+``procthor/databases/ai2thor-object-metadata.json`` of the ``procthor`` package (a dependency
+of CondVLN; the JSON is read as data, the package is never imported).
 
 Each scene becomes one room. Its floor polygon is the rectangle of the ``Floor`` object's
 axis-aligned box and its floor height the top of that box; the room type comes from the scene
@@ -102,7 +102,7 @@ def metadata_path() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError(
             "iTHOR scene names are read from the procthor package's metadata: "
-            'pip install "condvln[ithor]"'
+            'pip install "procthor>=0.0.1.dev2"'
         )
     return Path(next(iter(spec.submodule_search_locations))).joinpath(*METADATA_FILE)
 
@@ -304,7 +304,7 @@ def load(reference: str, scene: str | None = None) -> Scene:
         reference: One of: a JSON file with one scene's object list (a bare list, or an object
             with an ``"objects"`` list); a multi-scene file ``{"scenes": {name: [objects]}}``,
             optionally as ``PATH#SCENE``; or a bare iTHOR scene name such as ``"FloorPlan201"``
-            (needs ``pip install "condvln[ithor]"``).
+            (read from the ``procthor`` package).
         scene: The scene to take from a multi-scene file (or the name of a single-scene file's
             scene, which fixes its room type); defaults to the ``#SCENE`` part of ``reference``.
 
