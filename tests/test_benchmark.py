@@ -162,3 +162,23 @@ def test_benchmark_settings_configure_the_ithor_group() -> None:
     assert resolve(BenchmarkSettings, overrides=["ithor=null"]).ithor is None
     smaller = resolve(BenchmarkSettings, overrides=["ithor.scenes=12", "ithor.per_scene=5"]).ithor
     assert (smaller.scenes, smaller.per_scene, smaller.inputs) == (12, 5, ITHOR_ROOMS)
+
+
+def test_pixel_rows_run_beside_the_symbolic_row(tmp_path: Path) -> None:
+    """The two pixel-perception rows run end to end and land in Table 2 beside the symbolic one."""
+    from condvln.benchmark import PIXEL_RUNS
+
+    symbolic = RunSpec("neurosymbolic", "neurosymbolic")
+    config = GenerateConfig(scenes=3, per_scene=10, unseen_share=0.5, seed=1)
+    outcome = run_benchmark(
+        tmp_path / "bench", config=config, ithor=None, runs=(symbolic, *PIXEL_RUNS), workers=1
+    )
+    table = outcome["tables"]["table2"]
+    names = [row.name for row in table.rows]
+    assert names == ["neurosymbolic", "neurosymbolic_pixels", "neurosymbolic_pixels+noise"]
+    episodes = load_split(tmp_path / "bench" / "dataset", "val_unseen")["episodes"]
+    assert all(row.n == len(episodes) > 0 for row in table.rows)
+    for name in names:
+        records = outcome["records"][name]
+        assert len(records) == len(episodes) > 0
+        assert {r["episode_id"] for r in records} == {e["episode_id"] for e in episodes}
