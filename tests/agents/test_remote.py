@@ -394,4 +394,6 @@ def test_habitat_observations_reach_local_and_remote_agents_alike(
         assert lines[0]["gps"] == [0.0, 0.0] and lines[0]["compass"] == 0.0
         compass = [(h - start_yaw + np.pi) % (2 * np.pi) - np.pi for h in record["headings"]]
         assert [s["compass"] for s in lines] == pytest.approx(compass[: len(lines)], abs=1e-5)
-        assert any(a == 1 for a in record["actions"]) and any(a == 2 for a in record["actions"])
+        # the agent's rule on the depth it logged: forward beyond 0.1, else turn left
+        assert record["actions"][:-1] == [1 if s["depth"][2] > 0.1 else 2 for s in lines[:-1]]
+    assert {1, 2} <= {a for record in records.values() for a in record["actions"]}

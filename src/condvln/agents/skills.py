@@ -11,8 +11,8 @@ objects only by seeing them:
 * :class:`Explorer` picks the nearest unexplored room (then coverage point) by geodesic distance;
 * :class:`SkillAgent` runs a *script*: a generator that yields actions and reads the latest
   observation from ``self.obs``. Skills are sub-generators combined with ``yield from``:
-  :meth:`~SkillAgent.go_to` (turn towards the next path waypoint, step, replan after
-  collisions), :meth:`~SkillAgent.look_around`, :meth:`~SkillAgent.explore`,
+  :meth:`~SkillAgent.go_to` (turn towards the farthest path waypoint in straight reach, step,
+  replan after collisions), :meth:`~SkillAgent.look_around`, :meth:`~SkillAgent.explore`,
   :meth:`~SkillAgent.find` and :meth:`~SkillAgent.visit` (find an object, walk to its approach
   point). The agent stops one step before the budget runs out, so STOP is always called.
 """
@@ -290,9 +290,9 @@ class SkillAgent:
     ) -> Generator[int, None, bool]:
         """Walk the planned path to ``goal``; True on arrival, False if blocked or ``until()``.
 
-        The path is followed waypoint by waypoint; when the next forward move would leave the
-        navigable map (checked on the map before stepping) or collides, the agent takes one
-        :meth:`detour` step and replans.
+        The agent heads for the farthest path waypoint in straight reach (see :meth:`_follow`);
+        when the next forward move would leave the navigable map (checked on the map before
+        stepping) or collides, it takes one :meth:`detour` step and replans.
         """
         trail: set[tuple[int, int]] = set()
         for _ in range(MAX_DETOURS):
@@ -308,20 +308,34 @@ class SkillAgent:
     def _follow(
         self, path: list[Vec3], until: Callable[[], bool] | None
     ) -> Generator[int, None, bool | None]:
-        """Follow waypoints; True at the end, False when ``until()``, None when blocked."""
-        for target in path:
-            while True:
-                if until is not None and until():
-                    return False
-                action = self._towards(target)
-                if action is None:
-                    break
-                if action == FORWARD and not self._forward_clear(self._heading()):
-                    return None
-                yield action
-                if action == FORWARD and self.obs is not None and self.obs.collided:
-                    return None
+        """Follow waypoints; True at the end, False when ``until()``, None when blocked.
+
+        Before each action the agent heads for the farthest remaining waypoint it can walk to
+        in a straight line, so a corner it has stepped past (lattice steps rarely land within
+        the arrival tolerance of a waypoint) is dropped instead of walked back to.
+        """
+        remaining = list(path)
+        while remaining:
+            if until is not None and until():
+                return False
+            del remaining[: self._farthest_in_line(remaining)]
+            action = self._towards(remaining[0])
+            if action is None:
+                del remaining[0]
+                continue
+            if action == FORWARD and not self._forward_clear(self._heading()):
+                return None
+            yield action
+            if action == FORWARD and self.obs is not None and self.obs.collided:
+                return None
         return True
+
+    def _farthest_in_line(self, path: list[Vec3]) -> int:
+        """Index of the last waypoint of ``path`` reachable straight from here (0 when none)."""
+        for i in range(len(path) - 1, 0, -1):
+            if self.map.line_of_sight(self.position, path[i]):
+                return i
+        return 0
 
     def _heading(self) -> float:
         assert self.obs is not None and self.obs.heading is not None

@@ -1,0 +1,51 @@
+"""The skill agents' path following, in a small hand-built room."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from condvln.agents.base import EpisodeView
+from condvln.agents.skills import SkillAgent
+from condvln.scene.model import Room, Scene, SceneObject
+from condvln.sim import ObservationProtocol
+from condvln.sim.simulator import FORWARD, Simulator
+
+
+def _object(name: str, center: tuple, size: tuple) -> SceneObject:
+    return SceneObject(id=name, category=name, label=name, center=center, size=size)
+
+
+def test_go_to_does_not_walk_back_to_a_corner_it_stepped_past() -> None:
+    # The path from the start bends at a corner just north-east of the armchair; the lattice
+    # step lands 0.128 m past it (the arrival tolerance is half a step, 0.125 m). The agent
+    # used to turn round and walk back to that corner, then turn again: 45 actions.
+    room = Room(
+        id="r",
+        room_type="living room",
+        label="Living room",
+        floor_polygon=((0, 0), (5.2, 0), (5.2, 4.2), (0, 4.2)),
+        objects=(
+            _object("armchair", (3.345, 0.44, 1.144), (0.9, 0.88, 0.88)),
+            _object("house plant", (4.99, 0.45, 1.728), (0.4, 0.9, 0.4)),
+            _object("floor lamp", (4.99, 0.85, 2.128), (0.4, 1.7, 0.4)),
+            _object("sideboard", (4.05, 0.425, 0.235), (1.6, 0.85, 0.45)),
+        ),
+    )
+    sim = Simulator(Scene(id="s", source="test", rooms=(room,)), ObservationProtocol())
+    start, goal = (2.6615411981116512, 0.0, 1.7883178934082868), (4.975, 0.0, 1.425)
+    agent = SkillAgent()
+    agent.reset(EpisodeView(1, "s", "go", 100, sim.protocol, sim.map_view(), 0))
+    agent.obs = sim.reset(start, -math.pi / 2, instruction="go", step_budget=100)
+    assert len(sim.map_view().shortest_path(start, goal)) == 4  # start, corner, bend, goal
+
+    walk = agent.go_to(goal)
+    actions, remaining = [], [sim.map_view().distance(start, goal)]
+    while (action := next(walk, None)) is not None:
+        actions.append(action)
+        agent.obs = sim.step(action)
+        if action == FORWARD:
+            remaining.append(sim.map_view().distance(agent.position, goal))
+    assert math.dist(agent.position, goal) <= 0.125
+    assert all(b < a for a, b in itertools.pairwise(remaining))  # every step gains ground
+    assert len(actions) <= 20
