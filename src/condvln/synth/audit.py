@@ -53,6 +53,9 @@ class Tolerances:
         condition: A prior's truth accuracy per condition type vs 50 %.
         shortcut: Constant-branch and nearest-goal accuracy vs chance.
         min_count: Cells with fewer episodes / conditions are reported but not judged.
+        standard_errors: Per-category and per-condition-type limits widen to this many standard
+            errors of an accuracy at the cell's chance level, so that a small cell fails only
+            when its deviation is more than sampling noise (0 keeps the fixed limits).
     """
 
     overall: float = 3.0
@@ -60,6 +63,7 @@ class Tolerances:
     condition: float = 6.0
     shortcut: float = 2.0
     min_count: int = 30
+    standard_errors: float = 2.0
 
 
 _WORD = re.compile(r"[a-z]+")
@@ -229,26 +233,47 @@ def leakage_audit(train: Sequence[Episode], evaluation: Sequence[Episode]) -> di
     }
 
 
+def sampling_margin(n: int, chance: float, errors: float) -> float:
+    """``errors`` standard errors (percentage points) of an accuracy over ``n`` items at
+    ``chance`` percent.
+
+    >>> round(sampling_margin(100, 50.0, 2.0), 1)
+    10.0
+    """
+    p = chance / 100.0
+    return 100.0 * errors * float(np.sqrt(p * (1.0 - p) / n))
+
+
 def violations(report: Mapping[str, Any], tol: Tolerances | None = None) -> list[str]:
     """One line per probe and cell that beats (or misses) chance by more than the tolerance."""
     tol = tol or Tolerances()
     problems = []
 
-    def check(label: str, cell: Mapping[str, Any], limit: float, reference: float | None) -> None:
+    def check(
+        label: str,
+        cell: Mapping[str, Any],
+        limit: float,
+        reference: float | None,
+        widen: bool = True,
+    ) -> None:
         if cell["n"] < tol.min_count or cell["accuracy"] is None:
             return
         target = cell["chance"] if reference is None else reference
+        if widen:
+            limit = max(limit, sampling_margin(cell["n"], target, tol.standard_errors))
         if abs(cell["accuracy"] - target) > limit:
             problems.append(
                 f"{label}: {cell['accuracy']:.1f}% vs {target:.1f}% (n={cell['n']}, "
-                f"tolerance ±{limit:g} pp)"
+                f"tolerance ±{limit:.1f} pp)"
             )
 
     for probe in BRANCH_PROBES:
         for key, cell in report["branch"][probe].items():
-            check(f"{probe} {key}", cell, tol.overall if key == "all" else tol.category, None)
+            overall = key == "all"
+            limit = tol.overall if overall else tol.category
+            check(f"{probe} {key}", cell, limit, None, widen=not overall)
     for probe in ("constant_branch", "nearest_goal"):
-        check(f"{probe} all", report["branch"][probe]["all"], tol.shortcut, None)
+        check(f"{probe} all", report["branch"][probe]["all"], tol.shortcut, None, widen=False)
     for prior in PRIOR_PROBES:
         for kind, cell in report["conditions"][prior].items():
             check(f"{prior} truth of {kind}", cell, tol.condition, 50.0)

@@ -584,7 +584,7 @@ BUCKET_RETRIES = 2
 DRAW_FACTOR = 60
 """Condition draws not kept allowed per budgeted attempt (they do not use up the budget)."""
 
-MAX_FAILED_ROWS = 12
+MAX_FAILED_ROWS = 40
 """Consecutive failed rows (each in the category's next bucket) after which a category stops
 in a scene."""
 
