@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import math
 
+import pytest
+
 from condvln.agents.base import EpisodeView
 from condvln.agents.skills import SkillAgent
 from condvln.scene.model import Room, Scene, SceneObject
@@ -49,3 +51,23 @@ def test_go_to_does_not_walk_back_to_a_corner_it_stepped_past() -> None:
     assert math.dist(agent.position, goal) <= 0.125
     assert all(b < a for a, b in itertools.pairwise(remaining))  # every step gains ground
     assert len(actions) <= 20
+
+
+def test_flat_detections_are_remembered_and_approached() -> None:
+    # iTHOR boxes may have no extent on an axis (a rug, a picture); a detection carries that
+    # extent, and the agent used to fail the episode rebuilding an object from it.
+    from condvln.agents.skills import Remembered, _as_object
+
+    rug = (2.0, 0.0, 2.0), (1.0, 0.0, 0.8)
+    room = Room(
+        id="r",
+        room_type="living room",
+        label="Living room",
+        floor_polygon=((0, 0), (4, 0), (4, 4), (0, 4)),
+        objects=(_object("sofa", (1.0, 0.4, 3.5), (1.8, 0.8, 0.8)),),
+    )
+    sim = Simulator(Scene(id="s", source="test", rooms=(room,)), ObservationProtocol())
+    remembered = _as_object(Remembered("rug", *rug, room=0))
+    assert remembered.box is not None and remembered.box.size == pytest.approx((1.0, 0.0, 0.8))
+    point = sim.map_view().approach(*rug)
+    assert point is not None and math.dist(point, rug[0]) <= 1.5

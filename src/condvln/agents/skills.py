@@ -40,7 +40,7 @@ from condvln.graph.relations import (
 )
 from condvln.program.ast import Program, Ref
 from condvln.program.parse import InstructionParseError, parse
-from condvln.scene.model import SceneObject
+from condvln.scene.model import AABB, SceneObject
 from condvln.sim.mapview import MapView, heading_to
 from condvln.sim.protocol import Observation, Vec3
 from condvln.sim.simulator import FORWARD, FORWARD_STEP, STOP, TURN, TURN_LEFT, TURN_RIGHT
@@ -135,7 +135,11 @@ class Memory:
 
 def _as_object(memo: Remembered) -> SceneObject:
     return SceneObject(
-        id="memo", category=memo.category, label=memo.category, center=memo.position, size=memo.size
+        id="memo",
+        category=memo.category,
+        label=memo.category,
+        center=memo.position,
+        aabb=None if memo.size is None else AABB.from_center_size(memo.position, memo.size),
     )
 
 

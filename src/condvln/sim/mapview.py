@@ -27,7 +27,7 @@ from scipy import ndimage
 
 from condvln.nav import GridNavigator, Unreachable
 from condvln.nav.geodesic import choose_approach
-from condvln.scene.model import SceneObject, Vec3
+from condvln.scene.model import AABB, SceneObject, Vec3
 
 COVERAGE_SPACING = 2.5
 """Side (m) of the squares that each get one coverage waypoint."""
@@ -103,7 +103,7 @@ class MapView:
             category="probe",
             label="probe",
             center=tuple(float(c) for c in center),  # type: ignore[arg-type]
-            size=None if size is None else tuple(float(s) for s in size),  # type: ignore[arg-type]
+            aabb=None if size is None else AABB.from_center_size(center, size),
         )
         half = np.zeros(2) if size is None else 0.5 * np.array([size[0], size[2]], dtype=float)
         centre = np.array([center[0], center[2]], dtype=np.float64)
