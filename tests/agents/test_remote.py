@@ -120,10 +120,10 @@ def test_remote_random_baseline_and_batched_agent_match(
     assert four.batch_size == 8 and one.batch_size == 1
     assert _trajectories(tmp_path / "four") == _trajectories(tmp_path / "one")
     shared = run_agent(
-        batched.url, dataset, "train", tmp_path / "shared", limit=10, batch_size=3, workers=2
+        batched.url, dataset, "train", tmp_path / "batched", limit=10, batch_size=3, workers=2
     )
     assert shared.failures == {}
-    assert _trajectories(tmp_path / "shared") == _trajectories(tmp_path / "one")
+    assert _trajectories(tmp_path / "batched") == _trajectories(tmp_path / "one")
 
 
 def test_killed_server_fails_episodes_and_resume_completes(

@@ -478,6 +478,33 @@ def fidelity_note(fidelity: Mapping[str, Any]) -> str:
     )
 
 
+def metrics_and_tables(
+    name: str,
+    split: str,
+    records: Sequence[Record],
+    counts: Mapping[str, Any],
+    options: MetricOptions,
+    gt_file: str | None,
+    seed: int,
+) -> tuple[Record, dict[str, Any]]:
+    """The ``metrics.json`` content and Tables 2 / 3 of one run's scored records."""
+    fidelity = fidelity_summary(records, options, gt_file)
+    metrics = {
+        "run": name,
+        "split": split,
+        "counts": counts,
+        "fidelity": fidelity,
+        **summarize(records, seed=seed),
+    }
+    runs = {name: list(records)}
+    note = fidelity_note(fidelity)
+    tables = {
+        "table2": dataclasses.replace(table2(runs), note=note),
+        "table3": dataclasses.replace(table3(runs), note=note),
+    }
+    return metrics, tables
+
+
 def _manifest(
     dataset_dir: Path, predictions_path: Path, split: str, seed: int, options: MetricOptions
 ) -> Record:
@@ -583,16 +610,7 @@ def evaluate_run(
     name = run_name or run_name_of(predictions_path)
     counts = _counts(records, predictions, split_ids)
     gt_rel = None if gt_file is None else str(Path(gt_file).relative_to(dataset_dir))
-    fidelity = fidelity_summary(records, options, gt_rel)
-    metrics = {
-        "run": name,
-        "split": split,
-        "counts": counts,
-        "fidelity": fidelity,
-        **summarize(records, seed=seed),
-    }
-    runs = {name: records}
-    note = fidelity_note(fidelity)
+    metrics, tables = metrics_and_tables(name, split, records, counts, options, gt_rel, seed)
     manifest = _manifest(dataset_dir, predictions_path, split, seed, options) | {"run": name}
     if shard is not None:
         manifest["shard"] = shard.to_json(len(split_ids))
@@ -601,10 +619,7 @@ def evaluate_run(
         "split": split,
         "records": records,
         "metrics": metrics,
-        "tables": {
-            "table2": dataclasses.replace(table2(runs), note=note),
-            "table3": dataclasses.replace(table3(runs), note=note),
-        },
+        "tables": tables,
         "manifest": manifest,
         "out_dir": str(out_dir),
     }

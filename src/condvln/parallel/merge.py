@@ -14,7 +14,6 @@ line) is shard 0's, and an evaluation's ``manifest.json`` has its own timestamp 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,15 +30,8 @@ from condvln.agents.run import (
     read_trajectories,
 )
 from condvln.errors import ConfigError, FormatError
-from condvln.evaluation.evaluate import (
-    _write_outputs,
-    fidelity_note,
-    fidelity_summary,
-    record_counts,
-    summarize,
-)
+from condvln.evaluation.evaluate import _write_outputs, metrics_and_tables, record_counts
 from condvln.evaluation.metrics import MetricOptions
-from condvln.evaluation.tables import table2, table3
 from condvln.io import atomic_directory, atomic_write_bytes, dumps_json, read_json
 
 RUN_LOCAL_KEYS = ("shard", "episodes", "dataset", "provenance")
@@ -215,24 +207,12 @@ def _merge_evaluations(shards: list[_Shard], out: Path, overwrite: bool) -> int:
     name, split, seed = manifest["run"], manifest["dataset"]["split"], manifest["seed"]
     options = MetricOptions(**manifest["metric_options"])
     gt_file = read_json(shards[0].folder / "metrics.json", FormatError)["fidelity"]["gt_file"]
-    fidelity = fidelity_summary(records, options, gt_file)
-    metrics = {
-        "run": name,
-        "split": split,
-        "counts": counts,
-        "fidelity": fidelity,
-        **summarize(records, seed=seed),
-    }
-    runs = {name: records}
-    note = fidelity_note(fidelity)
+    metrics, tables = metrics_and_tables(name, split, records, counts, options, gt_file, seed)
     merged = {k: v for k, v in manifest.items() if k != "shard"} | {"merged_shards": len(shards)}
     result = {
         "records": records,
         "metrics": metrics,
-        "tables": {
-            "table2": dataclasses.replace(table2(runs), note=note),
-            "table3": dataclasses.replace(table3(runs), note=note),
-        },
+        "tables": tables,
         "manifest": merged,
     }
     with atomic_directory(out, replace=overwrite) as tmp:
