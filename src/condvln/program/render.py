@@ -34,6 +34,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Sequence
@@ -172,9 +173,17 @@ def renderable_name(text: str, templates: Templates | None = None) -> bool:
     return bool(_NAME.fullmatch(text)) and not t.reserved & set(text.split())
 
 
+@functools.cache
 def _template_words(template: str) -> int:
     words = sum(1 for kind, _ in pieces(template) if kind == "word")
     return words + (NEGATION_WORDS if "{neg}" in template else 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _near_shortest(options: tuple[str, ...], slack: int) -> tuple[str, ...]:
+    """The paraphrases at most ``slack`` words over the shortest of ``options``."""
+    fewest = min(_template_words(o) for o in options)
+    return tuple(o for o in options if _template_words(o) <= fewest + slack)
 
 
 class _Renderer:
@@ -188,8 +197,7 @@ class _Renderer:
 
     def pick(self, options: Sequence[str]) -> str:
         if self.slack is not None:
-            fewest = min(_template_words(o) for o in options)
-            options = [o for o in options if _template_words(o) <= fewest + self.slack]
+            options = _near_shortest(tuple(options), self.slack)
         return options[int(self.rng.integers(len(options)))]
 
     def name(self, text: str) -> str:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from condvln.graph import SEMANTIC_PREDICATES, SceneGraph
-from condvln.nav import GridNavigator
+from condvln.nav import GridNavigator, Unreachable
 from condvln.program.ast import Condition, Exists, Program, Ref, Relation
 from condvln.program.interpret import ProgramError, Resolution, ground, resolve, rooms_of_type
 from condvln.program.render import MAX_WORDS, compact_words, renderable_name
@@ -185,8 +185,12 @@ class SceneContext:
     def room_at(self, point: Vec3) -> str | None:
         """Id of the room whose floor holds ``point``, or ``None``."""
         area = self.nav.area
-        rows, cols, inside = area.frame.cells([(point[0], point[2])])
-        index = int(area.room_index[rows[0], cols[0]]) if inside[0] else -1
+        frame = area.frame
+        row = math.floor((point[2] - frame.origin[1]) / frame.cell_size)
+        col = math.floor((point[0] - frame.origin[0]) / frame.cell_size)
+        if not (0 <= row < frame.shape[0] and 0 <= col < frame.shape[1]):
+            return None
+        index = int(area.room_index[row, col])
         return self.scene.rooms[index].id if index >= 0 else None
 
     def room_type(self, room_id: str) -> str:
@@ -560,11 +564,19 @@ def sample_instance(
 
 
 def _gold_is_nearest(ctx: SceneContext, start: Vec3, leaves: list[str], gold: int) -> bool | None:
-    field = ctx.nav.distance_field(start)
-    distances = [field.distance(ctx.targets[o][1]) for o in leaves]
+    # fields *to* the leaves (geodesic distance is symmetric): cached per scene, reused by
+    # the scene's other instances, where a field from each new start would be solved anew
+    distances = [_distance_to(ctx, o, start) for o in leaves]
     if any(d is None for d in distances):
         return None
     return int(np.argmin(distances)) == gold
+
+
+def _distance_to(ctx: SceneContext, target: str, point: Vec3) -> float | None:
+    try:
+        return ctx.nav.distance_field(ctx.targets[target][1]).distance(point)
+    except Unreachable:
+        return None
 
 
 def all_buckets(horizons: tuple[int, ...] = (0, 1, 2)) -> list[Bucket]:
