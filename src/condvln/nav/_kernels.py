@@ -7,6 +7,8 @@
   midpoint of two consecutive crossings, clipped into the grid).
 * :func:`descend` — the steepest-descent chain of cells of a distance field (the rule of
   :attr:`condvln.nav.geodesic.GridField.downhill`, evaluated only along the chain).
+* :func:`bilinear` — distance-field values at points, interpolated over the reached cells
+  among the four surrounding cell centres (see :meth:`condvln.nav.geodesic.GridField.query`).
 * :func:`string_pull` — the greedy / corner-refinement string pulling of a chain of points
   (see :meth:`condvln.nav.geodesic.GridNavigator._string_pull`).
 
@@ -303,6 +305,37 @@ def descend(values: np.ndarray, reached: np.ndarray, row: int, col: int) -> np.n
         current = _downhill_step(values, reached, current)
         cells[k] = current
     return cells
+
+
+@numba.njit(cache=True, nogil=True)
+def bilinear(
+    values: np.ndarray, reached: np.ndarray, ox: float, oz: float, cell: float, xz: np.ndarray
+) -> np.ndarray:
+    """Field values at ground points ``xz`` ``(N, 2)``: the weighted mean over the reached ones
+    of the four cell centres around each point, or the point's own cell value when none is."""
+    n_rows, n_cols = values.shape
+    out = np.empty(xz.shape[0])
+    for k in range(xz.shape[0]):
+        rows_f = (xz[k, 1] - oz) / cell
+        cols_f = (xz[k, 0] - ox) / cell
+        r0 = math.floor(rows_f - 0.5)
+        c0 = math.floor(cols_f - 0.5)
+        fr, fc = rows_f - 0.5 - r0, cols_f - 0.5 - c0
+        total = weight = 0.0
+        for dr in range(2):
+            for dc in range(2):
+                r, c = r0 + dr, c0 + dc
+                if 0 <= r < n_rows and 0 <= c < n_cols and reached[r, c]:
+                    w = (fr if dr else 1.0 - fr) * (fc if dc else 1.0 - fc)
+                    total += w * values[r, c]
+                    weight += w
+        if weight > 1e-9:
+            out[k] = total / weight
+        else:
+            r = min(max(math.floor(rows_f), 0), n_rows - 1)
+            c = min(max(math.floor(cols_f), 0), n_cols - 1)
+            out[k] = values[r, c]
+    return out
 
 
 @numba.njit(cache=True, nogil=True)

@@ -167,33 +167,15 @@ class GridField:
         ok &= self.reached[rows, cols]
         values = self.values[rows, cols].copy()
         smooth = ok & own
-        values[smooth] = self._bilinear(xz[smooth])
+        values[smooth] = _kernels.bilinear(
+            self.values, self.reached, *self._nav._grid_args, np.ascontiguousarray(xz[smooth])
+        )
         return np.ma.MaskedArray(np.where(ok, values, 0.0), mask=~ok)
 
     def distance(self, point: Sequence[float]) -> float | None:
         """Geodesic distance from ``point`` to the goal, or ``None`` when unreachable."""
         result = self.query(point)
         return None if bool(result.mask[0]) else float(result.data[0])
-
-    def _bilinear(self, xz: FloatArray) -> FloatArray:
-        frame = self._nav.area.frame
-        rows_f, cols_f = frame.continuous(xz)
-        r0 = np.floor(rows_f - 0.5).astype(np.intp)
-        c0 = np.floor(cols_f - 0.5).astype(np.intp)
-        fr, fc = rows_f - 0.5 - r0, cols_f - 0.5 - c0
-        total = np.zeros(len(xz))
-        weight = np.zeros(len(xz))
-        for dr, dc in ((0, 0), (0, 1), (1, 0), (1, 1)):
-            r, c = r0 + dr, c0 + dc
-            inside = (r >= 0) & (r < frame.shape[0]) & (c >= 0) & (c < frame.shape[1])
-            r, c = np.clip(r, 0, frame.shape[0] - 1), np.clip(c, 0, frame.shape[1] - 1)
-            w = (fr if dr else 1.0 - fr) * (fc if dc else 1.0 - fc)
-            w = np.where(inside & self.reached[r, c], w, 0.0)
-            total += w * self.values[r, c]
-            weight += w
-        rows, cols, _ = frame.cells(xz)
-        own = self.values[rows, cols]
-        return np.where(weight > 1e-9, total / np.maximum(weight, 1e-9), own)
 
     @cached_property
     def downhill(self) -> IntArray:
