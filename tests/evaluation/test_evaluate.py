@@ -159,6 +159,9 @@ def test_perfect_agent(dataset: Path, episodes: list[Episode], tmp_path: Path) -
     by_id = {e["episode_id"]: e for e in episodes}
     for r in records:
         assert (r["success"], r["oracle_success"], r["bsa"], r["csr"]) == (1, 1, 1.0, 1)
+        assert (r["bsa_branch"], r["csr_all"]) == (1.0, 1)
+        arm = len(by_id[r["episode_id"]]["info"]["condvln"]["branch_subgoals"])
+        assert r["branch_targets_total"] == r["branch_targets_reached"] == arm + 1
         assert r["ndtw"] == 1.0 and r["sdtw"] == 1.0 and r["fidelity_reference"] == "gt"
         ref_len = r["reference_path_length"]
         ell = by_id[r["episode_id"]]["info"]["geodesic_distance"]
@@ -166,7 +169,7 @@ def test_perfect_agent(dataset: Path, episodes: list[Episode], tmp_path: Path) -
         assert r["failure_category"] is None and r["wrong_branch"] is False
         assert r["cancelling_turns"] == 0  # actions were logged
     metrics = result["metrics"]
-    for key in ("success", "oracle_success", "bsa", "csr", "ndtw"):
+    for key in ("success", "oracle_success", "bsa", "csr", "bsa_branch", "csr_all", "ndtw"):
         assert metrics["metrics"][key]["mean"] == pytest.approx(1.0)
     assert metrics["metrics"]["csr"]["n"] == len(episodes)
     assert metrics["invariants"] == {"ok": True, "violations": []}
@@ -180,6 +183,7 @@ def test_perfect_agent(dataset: Path, episodes: list[Episode], tmp_path: Path) -
         "composition",
         "observability",
         "horizon",
+        "branch_steps",
     }
     _assert_finite_outputs(tmp_path / "out")
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
@@ -374,7 +378,7 @@ def test_tables_with_two_runs() -> None:
     runs = {"oracle": good, "blind": bad}
     t2 = table2(runs)
     assert [g for g, _ in t2.groups] == ["gibson", "mp3d", "all", "diagnostics"]
-    assert t2.groups[0][1] == ("SR", "SPL", "BSA", "CSR")
+    assert t2.groups[0][1] == ("SR", "SPL", "BSA", "CSR", "BSA_branch", "CSR_all")
     assert t2.groups[-1][1] == ("BA", "chance", "SR-any", "WB", "fault", *FAILURE_CATEGORIES)
     oracle, blind = (dict(zip(t2.columns, row.values, strict=True)) for row in t2.rows)
     assert [r.name for r in t2.rows] == ["oracle", "blind"] and t2.rows[1].n == 2
@@ -383,7 +387,9 @@ def test_tables_with_two_runs() -> None:
     assert blind["diagnostics WB"] == 50.0 and blind["diagnostics navigation"] == 50.0
     md = t2.to_markdown().splitlines()
     assert md[2].startswith("| Model | N | gibson SR") and md[4].startswith("| oracle | 2 | 100.0")
-    assert md[5].count("–") == 8  # blind has no mp3d episode; no branch or agent fields here
+    # blind: 6 empty mp3d cells, BSA_branch / CSR_all of gibson and all (not in these
+    # records), and 4 diagnostics (no branch or agent fields here)
+    assert md[5].count("–") == 6 + 2 + 2 + 4
     rows = list(csv.reader(io.StringIO(t2.to_csv())))
     assert rows[0][:3] == ["model", "n", "gibson SR"] and len(rows) == 3
     assert rows[2][rows[0].index("mp3d SR")] == ""
@@ -393,7 +399,7 @@ def test_tables_with_two_runs() -> None:
     assert [g for g, _ in t3.groups] == [
         f"{s} {c}" for s in ("gibson", "mp3d", "all") for c in cells
     ]
-    assert all(cols == ("BSA", "CSR") for _, cols in t3.groups)
+    assert all(cols == ("BSA", "CSR", "BSA_branch", "CSR_all") for _, cols in t3.groups)
     oracle3, blind3 = (dict(zip(t3.columns, row.values, strict=True)) for row in t3.rows)
     assert (
         oracle3["gibson base d=1,ℓ=1 CSR"] == 100.0 and oracle3["mp3d depth d=2,ℓ=1 BSA"] == 100.0

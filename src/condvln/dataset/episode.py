@@ -2,8 +2,10 @@
 
 The episode is a habitat-lab ``VLNEpisode`` (``R2RVLN-v1``): exactly the keys in
 :data:`EPISODE_KEYS`; every CondVLN extra lives under ``info["condvln"]``. Goals and subgoals are
-their objects' approach points; the reference path is the geodesic shortest path start →
-subgoals → goal; ``info.geodesic_distance`` is the geodesic start → goal (not along the
+their objects' approach points (``subgoals``: every target of the gold path before its goal, as
+the paper's BSA counts them; ``branch_subgoals``: those inside the gold arm, after the first
+decision — the pre-decision waypoints are the first ``horizon`` subgoals); the reference path
+is the geodesic shortest path start → subgoals → goal; ``info.geodesic_distance`` is the geodesic start → goal (not along the
 reference path). The step budget comes from the instruction and **all** its branches (the
 longest execution path), so it does not reveal which branch is correct.
 """
@@ -93,8 +95,8 @@ def step_budget(
     """
     longest, most_targets = 0.0, 0
     prefix = list(inst.resolution.targets[: inst.bucket.horizon])
-    for leaf in inst.resolution.branch_goals:  # sampled programs: waypoints, then one leaf
-        ids = [*prefix, leaf]
+    for arm in inst.resolution.branch_targets:  # sampled programs: waypoints, then one arm
+        ids = [*prefix, *arm]
         points = [inst.start, *(inst.goal_points[o] for o in ids)]
         length = 0.0
         for a, b in itertools.pairwise(points):
@@ -141,6 +143,7 @@ def build_episode(
         "depth": inst.program.depth,
         "chain": inst.program.chain,
         "horizon": inst.bucket.horizon,
+        "branch_steps": inst.bucket.branch_steps,
         "composition": inst.bucket.composition,
         "observability": inst.bucket.observability,
         "bucket": inst.bucket.key,
@@ -152,6 +155,7 @@ def build_episode(
         "n_branches": inst.n_leaves,
         "goal": _goal(res.goal, inst, radius),
         "subgoals": [_goal(o, inst, radius) for o in res.subgoals],
+        "branch_subgoals": [_goal(o, inst, radius) for o in res.branch_subgoals],
         "branch_goals": [_goal(o, inst, radius) for o in res.branch_goals],
         "gold_is_nearest": inst.gold_is_nearest,
         "reference_room": inst.reference_room,
