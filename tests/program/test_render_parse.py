@@ -449,7 +449,7 @@ def test_arm_sequences_keep_the_verb_and_read_back() -> None:
         )
     )
     assert parse(text) == expected
-    rendered = {render(expected, seed) for seed in range(40)}
+    rendered = {render(expected, seed) for seed in range(200)}
     assert any(" and then to the lamp" in t for t in rendered)
     assert any(", then to the desk" in t for t in rendered)
     assert all(parse(t) == expected for t in rendered)
