@@ -14,8 +14,8 @@ steps):
 * *horizon*: waypoints to visit before the decision ("first go to the sofa, then if …");
 * *branch steps*: targets in every arm ("if …, go to the sofa and then to the lamp; otherwise
   …"): the arm's last target is its leaf goal, the gold arm's earlier ones are in-branch
-  subgoals. A program holds at most :data:`MAX_TARGETS` targets (waypoints plus every arm's),
-  so categories with more branches take fewer steps and every instruction fits the word limit.
+  subgoals. Programs are kept small (:data:`MAX_SIZE`): categories with more branches or deeper
+  nesting take fewer branch steps, so every instruction fits the word limit.
 
 For each attempt the gold leaf is chosen **first** (the caller balances it), then the conditions
 are instantiated so that execution routes to it: true presence conditions name categories present
@@ -629,9 +629,9 @@ def _gold_is_nearest(ctx: SceneContext, start: Vec3, leaves: list[str], gold: in
 BRANCH_STEPS = (1, 2, 3)
 """Targets per arm of the default design."""
 
-MAX_TARGETS = 9
-"""Most targets (waypoints plus every arm's) a designed program of depth 1 names; deeper
-programs name one fewer per extra level (:func:`all_buckets`)."""
+MAX_SIZE = 11
+"""Largest :func:`program_size` of a designed program (:func:`all_buckets`): the measured
+shapes above it mostly have no rendering within :data:`~condvln.program.render.MAX_WORDS`."""
 
 
 def all_buckets(
@@ -639,10 +639,11 @@ def all_buckets(
 ) -> list[Bucket]:
     """Every bucket of the design, in a fixed order.
 
-    Only buckets whose programs name at most :data:`MAX_TARGETS` targets, one fewer per
-    nesting level below the first (:func:`targets_of`), are designed: a category with more
-    branches or deeper nesting takes fewer branch steps, so its instruction fits
-    :data:`~condvln.program.render.MAX_WORDS`. Branch steps vary fastest, so the rows a
+    Only shapes of :func:`program_size` at most :data:`MAX_SIZE` are designed: a category with
+    more branches or deeper nesting takes fewer branch steps (simple 1–3; chain 1–2, or 3
+    without waypoints; nested 1–2; long_chain 1, or 2 without waypoints; nested_chain and
+    deep_nested 1), so its instruction
+    fits :data:`~condvln.program.render.MAX_WORDS`. Branch steps vary fastest, so the rows a
     category takes in turn (:func:`synthesize_scene`) spread over its branch steps.
     """
     return [
@@ -652,17 +653,22 @@ def all_buckets(
         for observability in OBSERVABILITIES
         for horizon in horizons
         for steps in branch_steps
-        if targets_of(category, horizon, steps) <= MAX_TARGETS + 1 - CATEGORY_SHAPES[category][0]
+        if program_size(category, horizon, steps) <= MAX_SIZE
     ]
 
 
-def targets_of(category: str, horizon: int, branch_steps: int) -> int:
-    """Targets a program of this shape names: the waypoints plus every arm's targets.
+def program_size(category: str, horizon: int, branch_steps: int) -> int:
+    """How much a program of this shape says: its targets (the waypoints plus every arm's),
+    its conditions and its nesting levels below the first (each costs a "check whether …: if
+    so" clause).
 
-    >>> targets_of("simple", 2, 3), targets_of("deep_nested", 0, 2)
-    (8, 8)
+    >>> program_size("simple", 2, 3), program_size("deep_nested", 0, 2)
+    (10, 13)
     """
-    return horizon + SKELETONS[category].n_leaves * branch_steps
+    skeleton = SKELETONS[category]
+    depth = CATEGORY_SHAPES[category][0]
+    targets = horizon + skeleton.n_leaves * branch_steps
+    return targets + skeleton.n_conditions + depth - 1
 
 
 BUCKET_RETRIES = 2
