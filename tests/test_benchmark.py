@@ -13,7 +13,7 @@ from condvln.dataset.vlnce import load_split
 from condvln.errors import ConfigError
 from condvln.scene.sources.ithor import ithor_scene_names
 
-TINY = GenerateConfig(scenes=10, per_scene=30, unseen_share=0.5, seed=1)
+TINY = GenerateConfig(scenes=8, per_scene=30, unseen_share=0.5, seed=1)
 RUNS = (RunSpec("random", "random"), RunSpec("oracle_linear", "oracle_linear"))
 
 

@@ -23,7 +23,7 @@ from condvln.errors import ConfigError
 from condvln.program.ast import leaf_paths
 from condvln.program.parse import parse
 
-CONFIG = GenerateConfig(scenes=12, per_scene=40, seed=3)
+CONFIG = GenerateConfig(scenes=10, per_scene=40, seed=3)
 
 
 def _read(path: Path) -> Any:

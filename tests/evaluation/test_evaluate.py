@@ -120,8 +120,8 @@ def _gt_replay(dataset: Path) -> dict[int, Any]:
 
 
 def _wrong_branch_paths(dataset: Path, episodes: list[Episode]) -> dict[int, list[Any]]:
-    """Start → subgoals → the non-gold leaf farthest (geodesic) from the gold goal, when that
-    leaf is more than twice the radius away."""
+    """Start → the pre-decision waypoints → the non-gold leaf farthest (geodesic) from the gold
+    goal, when that leaf is more than twice the radius away."""
     navs: dict[str, GridNavigator] = {}
     out = {}
     for ep in episodes:
@@ -139,7 +139,8 @@ def _wrong_branch_paths(dataset: Path, episodes: list[Episode]) -> dict[int, lis
         far = max(leaves, default=(0.0, None))
         if far[0] <= 2 * radius:
             continue
-        points = [ep["start_position"], *(s["position"] for s in labels["subgoals"]), far[1]]
+        prefix = labels["subgoals"][: labels["horizon"]]
+        points = [ep["start_position"], *(s["position"] for s in prefix), far[1]]
         path = [points[0]]
         for a, b in itertools.pairwise(points):
             path.extend(nav.shortest_path(a, b)[1:])
@@ -237,6 +238,34 @@ def test_wrong_branch_agent(dataset: Path, episodes: list[Episode], tmp_path: Pa
     assert row.values[columns.index("procedural CSR")] == 0.0
     assert row.values[columns.index("diagnostics WB")] == 100.0
     assert row.values[columns.index("diagnostics wrong_branch")] == 100.0
+
+
+def test_wrong_branch_earns_only_the_shared_prefix(
+    dataset: Path, episodes: list[Episode], tmp_path: Path
+) -> None:
+    """Standing at the start, at each pre-decision waypoint, then at a wrong leaf goal: the
+    paper's BSA credits the waypoints (horizon / subgoals), BSA_branch and CSR_all give 0."""
+    paths = {}
+    for ep in episodes:
+        labels = ep["info"]["condvln"]
+        wrong = next(b for i, b in enumerate(labels["branch_goals"]) if i != labels["leaf_index"])
+        prefix = [s["position"] for s in labels["subgoals"][: labels["horizon"]]]
+        paths[ep["episode_id"]] = [ep["start_position"], *prefix, wrong["position"]]
+    evaluate_run(dataset, _write_jsonl(tmp_path / "w.jsonl", paths), tmp_path / "out", split=SPLIT)
+    by_id = {e["episode_id"]: e["info"]["condvln"] for e in episodes}
+    records = _records(tmp_path / "out")
+    assert len(records) == len(episodes)
+    in_branch = 0
+    for r in records:
+        labels = by_id[r["episode_id"]]
+        horizon, n_sub = labels["horizon"], len(labels["subgoals"])
+        in_branch += n_sub > horizon
+        assert n_sub == horizon + len(labels["branch_subgoals"])
+        assert r["subgoals_reached"] == horizon
+        assert r["bsa"] == (horizon / n_sub if n_sub else None)
+        assert (r["bsa_branch"], r["branch_targets_reached"], r["csr_all"]) == (0.0, 0, 0)
+        assert r["success"] == 0 and r["wrong_branch"] is True
+    assert in_branch >= 5  # episodes whose gold arm holds in-branch subgoals were exercised
 
 
 def test_agent_that_never_moves(dataset: Path, episodes: list[Episode], tmp_path: Path) -> None:
