@@ -369,13 +369,20 @@ def _relation(
     The predicate is drawn uniformly among those the room can ask, then an ordered pair of
     describable objects whose group is worth asking (:func:`~condvln.synth.groups.
     relation_allowed`, truth varying across scenes) is drawn by :func:`_draw` as in
-    :func:`_presence`. Descriptions without a qualifier are preferred.
+    :func:`_presence`. Descriptions without a qualifier are preferred, then those without a
+    compass qualifier.
     """
     refs = ctx.descriptions
-    for plain_only in (True, False):
+
+    def compass(oid: str) -> bool:
+        return refs[oid].relation in COMPASS_QUALIFIERS  # type: ignore[union-attr]
+
+    for plain_only, no_compass in ((True, True), (False, True), (False, False)):
         by_predicate: dict[str, list[tuple[str, str, GroupKey, bool]]] = {}
         for s, t, predicate, value, key, plain in ctx.relation_facts(room):
             if (plain or not plain_only) and s not in used and t not in used:
+                if no_compass and (compass(s) or compass(t)):
+                    continue
                 by_predicate.setdefault(predicate, []).append((s, t, key, value))
         if not by_predicate:
             continue
