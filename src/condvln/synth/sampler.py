@@ -670,7 +670,7 @@ def program_size(category: str, horizon: int, branch_steps: int) -> int:
     so" clause).
 
     >>> program_size("simple", 2, 3), program_size("deep_nested", 0, 2)
-    (10, 13)
+    (9, 13)
     """
     skeleton = SKELETONS[category]
     depth = CATEGORY_SHAPES[category][0]
