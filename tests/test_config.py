@@ -220,7 +220,7 @@ def test_generate_stamps_the_effective_configuration(generated: tuple[Path, Path
 
 def test_step_budget_keys_change_the_budget(generated: tuple[Path, Path], tmp_path: Path) -> None:
     """The same episodes with the default 24 steps per target instead of 0: every budget grows
-    by 24 × the targets of the longest branch (its waypoints plus its leaf goal)."""
+    by 24 × the targets of the longest branch (its waypoints plus its arm's targets)."""
     _, dataset = generated
     config = orjson.loads((dataset / "stats.json").read_bytes())["config"]
     default = GenerateConfig.model_validate({**config, "step_budget_per_target": 24})
@@ -230,7 +230,7 @@ def test_step_budget_keys_change_the_budget(generated: tuple[Path, Path], tmp_pa
     for zero, full in zip(ours, theirs, strict=True):
         assert zero["reference_path"] == full["reference_path"]
         a, b = zero["info"]["condvln"], full["info"]["condvln"]
-        assert b["step_budget"] - a["step_budget"] == 24 * (a["horizon"] + 1)
+        assert b["step_budget"] - a["step_budget"] == 24 * (a["horizon"] + a["branch_steps"])
 
 
 def test_run_and_evaluate_take_config_files_and_overrides(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import math
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from condvln.dataset.oracle import oracle_transform
 from condvln.dataset.validate import validate_dataset
 from condvln.dataset.vlnce import SPLITS, split_path
 from condvln.errors import ConfigError
+from condvln.program.ast import leaf_paths
 from condvln.program.parse import parse
 
 CONFIG = GenerateConfig(scenes=10, per_scene=40, seed=3)
@@ -291,3 +293,47 @@ def test_cli_evaluate_reference_paths_score_perfectly(dataset: Path, tmp_path: P
     predictions.write_text("{not json")
     bad = subprocess.run([*run, "--out", str(tmp_path / "bad")], capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_branch_arms_hold_their_own_targets(dataset: Path) -> None:
+    """branch_steps 1–3 targets per arm; the gold arm's earlier ones are in-branch subgoals,
+    more than 2τ from the waypoints and from every other arm's goal; the oracle lists them."""
+    seen: set[int] = set()
+    for split in ("train", "val_seen"):
+        for episode in _read(split_path(dataset, split))["episodes"]:
+            info = episode["info"]["condvln"]
+            steps, horizon = info["branch_steps"], info["horizon"]
+            seen.add(steps)
+            program = parse(episode["instruction"]["instruction_text"])
+            assert {len(goes) - horizon for _, goes in leaf_paths(program.steps)} == {steps}
+            assert len(info["branch_subgoals"]) == steps - 1
+            assert info["subgoals"][horizon:] == info["branch_subgoals"]
+            arm = [g["position"] for g in (*info["branch_subgoals"], info["goal"])]
+            others = [g["position"] for g in info["subgoals"][:horizon]] + [
+                g["position"] for i, g in enumerate(info["branch_goals"]) if i != info["leaf_index"]
+            ]
+            radius = info["goal"]["radius"]
+            assert all(math.dist(a, b) > 2 * radius for a in arm for b in others)
+            oracle = parse(info["oracle_instruction"])
+            executed = leaf_paths(program.steps)[info["leaf_index"]][1]
+            assert oracle.steps == executed
+    assert seen <= {1, 2, 3} and len(seen) >= 2
+
+
+def test_validate_rederives_in_branch_subgoals(dataset: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "ds"
+    shutil.copytree(dataset, copy)
+    path = split_path(copy, "train")
+    doc = _read(path)
+    index = next(
+        i for i, e in enumerate(doc["episodes"]) if e["info"]["condvln"]["branch_subgoals"]
+    )
+    info = doc["episodes"][index]["info"]["condvln"]
+    info["branch_subgoals"] = []
+    path.write_bytes(gzip.compress(orjson.dumps(doc)))
+    problems = validate_dataset(copy).problems
+    episode_id = doc["episodes"][index]["episode_id"]
+    assert any(
+        f"episode {episode_id}: field 'info.condvln.program': branch_subgoals" in p
+        for p in problems
+    ), problems[:3]

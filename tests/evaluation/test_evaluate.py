@@ -120,8 +120,8 @@ def _gt_replay(dataset: Path) -> dict[int, Any]:
 
 
 def _wrong_branch_paths(dataset: Path, episodes: list[Episode]) -> dict[int, list[Any]]:
-    """Start → subgoals → the non-gold leaf farthest (geodesic) from the gold goal, when that
-    leaf is more than twice the radius away."""
+    """Start → the pre-decision waypoints → the non-gold leaf farthest (geodesic) from the gold
+    goal, when that leaf is more than twice the radius away."""
     navs: dict[str, GridNavigator] = {}
     out = {}
     for ep in episodes:
@@ -139,7 +139,8 @@ def _wrong_branch_paths(dataset: Path, episodes: list[Episode]) -> dict[int, lis
         far = max(leaves, default=(0.0, None))
         if far[0] <= 2 * radius:
             continue
-        points = [ep["start_position"], *(s["position"] for s in labels["subgoals"]), far[1]]
+        prefix = labels["subgoals"][: labels["horizon"]]
+        points = [ep["start_position"], *(s["position"] for s in prefix), far[1]]
         path = [points[0]]
         for a, b in itertools.pairwise(points):
             path.extend(nav.shortest_path(a, b)[1:])
@@ -159,6 +160,9 @@ def test_perfect_agent(dataset: Path, episodes: list[Episode], tmp_path: Path) -
     by_id = {e["episode_id"]: e for e in episodes}
     for r in records:
         assert (r["success"], r["oracle_success"], r["bsa"], r["csr"]) == (1, 1, 1.0, 1)
+        assert (r["bsa_branch"], r["csr_all"]) == (1.0, 1)
+        arm = len(by_id[r["episode_id"]]["info"]["condvln"]["branch_subgoals"])
+        assert r["branch_targets_total"] == r["branch_targets_reached"] == arm + 1
         assert r["ndtw"] == 1.0 and r["sdtw"] == 1.0 and r["fidelity_reference"] == "gt"
         ref_len = r["reference_path_length"]
         ell = by_id[r["episode_id"]]["info"]["geodesic_distance"]
@@ -166,7 +170,7 @@ def test_perfect_agent(dataset: Path, episodes: list[Episode], tmp_path: Path) -
         assert r["failure_category"] is None and r["wrong_branch"] is False
         assert r["cancelling_turns"] == 0  # actions were logged
     metrics = result["metrics"]
-    for key in ("success", "oracle_success", "bsa", "csr", "ndtw"):
+    for key in ("success", "oracle_success", "bsa", "csr", "bsa_branch", "csr_all", "ndtw"):
         assert metrics["metrics"][key]["mean"] == pytest.approx(1.0)
     assert metrics["metrics"]["csr"]["n"] == len(episodes)
     assert metrics["invariants"] == {"ok": True, "violations": []}
@@ -180,6 +184,7 @@ def test_perfect_agent(dataset: Path, episodes: list[Episode], tmp_path: Path) -
         "composition",
         "observability",
         "horizon",
+        "branch_steps",
     }
     _assert_finite_outputs(tmp_path / "out")
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
@@ -233,6 +238,34 @@ def test_wrong_branch_agent(dataset: Path, episodes: list[Episode], tmp_path: Pa
     assert row.values[columns.index("procedural CSR")] == 0.0
     assert row.values[columns.index("diagnostics WB")] == 100.0
     assert row.values[columns.index("diagnostics wrong_branch")] == 100.0
+
+
+def test_wrong_branch_earns_only_the_shared_prefix(
+    dataset: Path, episodes: list[Episode], tmp_path: Path
+) -> None:
+    """Standing at the start, at each pre-decision waypoint, then at a wrong leaf goal: the
+    paper's BSA credits the waypoints (horizon / subgoals), BSA_branch and CSR_all give 0."""
+    paths = {}
+    for ep in episodes:
+        labels = ep["info"]["condvln"]
+        wrong = next(b for i, b in enumerate(labels["branch_goals"]) if i != labels["leaf_index"])
+        prefix = [s["position"] for s in labels["subgoals"][: labels["horizon"]]]
+        paths[ep["episode_id"]] = [ep["start_position"], *prefix, wrong["position"]]
+    evaluate_run(dataset, _write_jsonl(tmp_path / "w.jsonl", paths), tmp_path / "out", split=SPLIT)
+    by_id = {e["episode_id"]: e["info"]["condvln"] for e in episodes}
+    records = _records(tmp_path / "out")
+    assert len(records) == len(episodes)
+    in_branch = 0
+    for r in records:
+        labels = by_id[r["episode_id"]]
+        horizon, n_sub = labels["horizon"], len(labels["subgoals"])
+        in_branch += n_sub > horizon
+        assert n_sub == horizon + len(labels["branch_subgoals"])
+        assert r["subgoals_reached"] == horizon
+        assert r["bsa"] == (horizon / n_sub if n_sub else None)
+        assert (r["bsa_branch"], r["branch_targets_reached"], r["csr_all"]) == (0.0, 0, 0)
+        assert r["success"] == 0 and r["wrong_branch"] is True
+    assert in_branch >= 5  # episodes whose gold arm holds in-branch subgoals were exercised
 
 
 def test_agent_that_never_moves(dataset: Path, episodes: list[Episode], tmp_path: Path) -> None:
@@ -374,7 +407,7 @@ def test_tables_with_two_runs() -> None:
     runs = {"oracle": good, "blind": bad}
     t2 = table2(runs)
     assert [g for g, _ in t2.groups] == ["gibson", "mp3d", "all", "diagnostics"]
-    assert t2.groups[0][1] == ("SR", "SPL", "BSA", "CSR")
+    assert t2.groups[0][1] == ("SR", "SPL", "BSA", "CSR", "BSA_branch", "CSR_all")
     assert t2.groups[-1][1] == ("BA", "chance", "SR-any", "WB", "fault", *FAILURE_CATEGORIES)
     oracle, blind = (dict(zip(t2.columns, row.values, strict=True)) for row in t2.rows)
     assert [r.name for r in t2.rows] == ["oracle", "blind"] and t2.rows[1].n == 2
@@ -383,7 +416,9 @@ def test_tables_with_two_runs() -> None:
     assert blind["diagnostics WB"] == 50.0 and blind["diagnostics navigation"] == 50.0
     md = t2.to_markdown().splitlines()
     assert md[2].startswith("| Model | N | gibson SR") and md[4].startswith("| oracle | 2 | 100.0")
-    assert md[5].count("–") == 8  # blind has no mp3d episode; no branch or agent fields here
+    # blind: 6 empty mp3d cells, BSA_branch / CSR_all of gibson and all (not in these
+    # records), and 4 diagnostics (no branch or agent fields here)
+    assert md[5].count("–") == 6 + 2 + 2 + 4
     rows = list(csv.reader(io.StringIO(t2.to_csv())))
     assert rows[0][:3] == ["model", "n", "gibson SR"] and len(rows) == 3
     assert rows[2][rows[0].index("mp3d SR")] == ""
@@ -393,7 +428,7 @@ def test_tables_with_two_runs() -> None:
     assert [g for g, _ in t3.groups] == [
         f"{s} {c}" for s in ("gibson", "mp3d", "all") for c in cells
     ]
-    assert all(cols == ("BSA", "CSR") for _, cols in t3.groups)
+    assert all(cols == ("BSA", "CSR", "BSA_branch", "CSR_all") for _, cols in t3.groups)
     oracle3, blind3 = (dict(zip(t3.columns, row.values, strict=True)) for row in t3.rows)
     assert (
         oracle3["gibson base d=1,ℓ=1 CSR"] == 100.0 and oracle3["mp3d depth d=2,ℓ=1 BSA"] == 100.0

@@ -78,3 +78,37 @@ def test_verifier_flags_tampered_labels(two_room_graph) -> None:
     tampered = {**labels, "branch_path": [False], "goal": "lamp"}
     problems = verify_labels(two_room_graph.scene, two_room_graph.config, program, tampered)
     assert [p.split(":")[0] for p in problems] == ["branch_path", "goal"]
+
+
+def test_arms_with_their_own_targets(two_room_graph) -> None:
+    """The gold arm's targets before its goal are in-branch subgoals, apart from the waypoints."""
+    program = Program(
+        (
+            Go(Ref("table")),
+            If(
+                Exists("cup", "kitchen"),  # true
+                (Go(Ref("lamp")), Go(Ref("bed"))),
+                (Go(Ref("dishwasher")), Go(Ref("cup"))),
+            ),
+        )
+    )
+    res = resolve(two_room_graph, program)
+    assert res.targets == ("table", "lamp", "bed")
+    assert (res.waypoints, res.subgoals, res.branch_subgoals) == (1, ("table", "lamp"), ("lamp",))
+    assert res.branch_targets == (("lamp", "bed"), ("dishwasher", "cup"))
+    assert res.branch_goals == ("bed", "cup")
+    labels = res.to_dict() | {"branch_steps": 2}
+    scene, config = two_room_graph.scene, two_room_graph.config
+    assert verify_labels(scene, config, program, labels) == []
+    tampered = labels | {"branch_subgoals": ["table", "lamp"], "branch_steps": 3}
+    problems = verify_labels(scene, config, program, tampered)
+    assert [p.split(":")[0] for p in problems] == ["branch_subgoals", "branch_steps"]
+
+
+def test_checker_flags_arms_of_unequal_length(two_room_graph) -> None:
+    program = Program(
+        (If(Exists("cup", "kitchen"), (Go(Ref("lamp")), Go(Ref("bed"))), (Go(Ref("cup")),)),)
+    )
+    labels = resolve(two_room_graph, program).to_dict() | {"branch_steps": 2}
+    problems = verify_labels(two_room_graph.scene, two_room_graph.config, program, labels)
+    assert problems == ["branch_steps: arms hold [1, 2] targets, not all the same"]

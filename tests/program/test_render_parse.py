@@ -88,12 +88,13 @@ def conditionals(draw: st.DrawFn, depth: int, chain: int, budget: list[int]) -> 
 
 @st.composite
 def arms(draw: st.DrawFn, depth: int, budget: list[int], sole_if: bool) -> tuple[Step, ...]:
-    """One or two steps; the second (or only) may be a conditional while depth allows."""
+    """Up to three steps; the last (or only) may be a conditional while depth allows."""
     nested = depth > 0 and budget[0] > 0 and draw(st.booleans())
     head = (draw(goes),) if draw(st.booleans()) or not (nested and sole_if) else ()
     if nested:
         return (*head, draw(conditionals(depth, 4, budget)))
-    return (*head, draw(goes)) if draw(st.booleans()) else head
+    more = draw(st.lists(goes, max_size=2)) if head else [draw(goes)]
+    return (*head, *more)
 
 
 @st.composite
@@ -429,3 +430,26 @@ def test_custom_templates_parser() -> None:
     text = render(program, 1, templates=custom)
     assert "stroll to" in text and Parser(custom).parse(text) == program
     assert '"stroll"' in grammar_text(custom)
+
+
+def test_arm_sequences_keep_the_verb_and_read_back() -> None:
+    """ "go to the sofa and then to the lamp": an arm's later targets may share the first verb."""
+    text = (
+        "If there is a cup in the kitchen, go to the sofa and then to the lamp near the window, "
+        "then head to the bed; otherwise, walk to the sink, then to the desk in the office."
+    )
+    sofa, lamp, bed = Ref("sofa"), Ref("lamp", None, "near", "window"), Ref("bed")
+    expected = Program(
+        (
+            If(
+                Exists("cup", "kitchen"),
+                (Go(sofa), Go(lamp), Go(bed)),
+                (Go(Ref("sink")), Go(Ref("desk", "office"))),
+            ),
+        )
+    )
+    assert parse(text) == expected
+    rendered = {render(expected, seed) for seed in range(200)}
+    assert any(" and then to the lamp" in t for t in rendered)
+    assert any(", then to the desk" in t for t in rendered)
+    assert all(parse(t) == expected for t in rendered)

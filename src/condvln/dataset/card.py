@@ -132,7 +132,15 @@ def dataset_stats(
     infos = [e["info"]["condvln"] for e, _, _ in records]
     counts = {
         key: dict(sorted(Counter(str(i[key]) for i in infos).items()))
-        for key in ("category", "depth", "chain", "composition", "observability", "horizon")
+        for key in (
+            "category",
+            "depth",
+            "chain",
+            "composition",
+            "observability",
+            "horizon",
+            "branch_steps",
+        )
     }
     versus, warnings = requested_vs_produced(splits, requested, rejections)
     return {

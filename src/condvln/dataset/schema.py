@@ -185,9 +185,27 @@ def labels_problems(labels: Any, field: str = "info.condvln") -> list[Problem]:
         value = _get(labels, key, f"{field}.{key}", problems)
         if value is not _MISSING:
             problems += _goal_list(value, f"{field}.{key}", object_id=True, empty=empty)
+    problems += _branch_labels(labels, field)
     config = labels.get("config", {})
     if not isinstance(config, Mapping) or not isinstance(config.get("relations", {}), Mapping):
         problems.append((f"{field}.config.relations", "must be an object"))
+    return problems
+
+
+def _branch_labels(labels: Mapping[str, Any], field: str) -> list[Problem]:
+    """The optional in-branch labels (datasets older than them have neither key)."""
+    problems: list[Problem] = []
+    if "branch_subgoals" in labels:
+        value = labels["branch_subgoals"]
+        problems += _goal_list(value, f"{field}.branch_subgoals", object_id=True, empty=True)
+        subgoals = labels.get("subgoals")
+        if not problems and isinstance(subgoals, list) and len(value) > len(subgoals):
+            problems.append((f"{field}.branch_subgoals", "longer than subgoals"))
+    steps = labels.get("branch_steps", 1)
+    if not (is_int(steps) and 1 <= steps <= 100):
+        problems.append(
+            (f"{field}.branch_steps", f"must be an integer in 1..100, got {_show(steps)}")
+        )
     return problems
 
 

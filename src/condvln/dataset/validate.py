@@ -165,6 +165,8 @@ def _check_labels(ep: dict[str, Any], scene: Scene, nav: GridNavigator) -> list[
     named = [("info.condvln.goal", info["goal"])]
     named += [(f"info.condvln.subgoals[{i}]", g) for i, g in enumerate(info["subgoals"])]
     named += [(f"info.condvln.branch_goals[{i}]", g) for i, g in enumerate(info["branch_goals"])]
+    in_branch = info.get("branch_subgoals", [])
+    named += [(f"info.condvln.branch_subgoals[{i}]", g) for i, g in enumerate(in_branch)]
     objects = {}
     for field_name, goal in named:
         obj, missing = _object(scene, goal["object_id"], f"{field_name}.object_id")
@@ -178,6 +180,10 @@ def _check_labels(ep: dict[str, Any], scene: Scene, nav: GridNavigator) -> list[
         "subgoals": [g["object_id"] for g in info["subgoals"]],
         "branch_goals": [g["object_id"] for g in info["branch_goals"]],
     }
+    if "branch_subgoals" in info:
+        labels["branch_subgoals"] = [g["object_id"] for g in in_branch]
+    if "branch_steps" in info:
+        labels["branch_steps"] = info["branch_steps"]
     try:
         found = verify_labels(scene, config, program, labels)
     except (CondVLNError, KeyError, TypeError, ValueError, RecursionError) as exc:
@@ -187,6 +193,9 @@ def _check_labels(ep: dict[str, Any], scene: Scene, nav: GridNavigator) -> list[
         point = nav.approach_point(objects[field_name])
         if point is None or not _near(point, goal["position"]):
             problems.append((f"{field_name}.position", "not the object's approach point"))
+    tail = info["subgoals"][len(info["subgoals"]) - len(in_branch) :] if in_branch else []
+    if [g["position"] for g in tail] != [g["position"] for g in in_branch]:
+        problems.append(("info.condvln.branch_subgoals", "not the last subgoals"))
     if not _near(ep["goals"][0]["position"], info["goal"]["position"]):
         problems.append(("goals[0].position", "differs from info.condvln.goal.position"))
     return problems + _check_paths(ep, nav)
@@ -205,7 +214,7 @@ def _check_paths(ep: dict[str, Any], nav: GridNavigator) -> list[tuple[str, str]
     if abs(geodesic - stored) > max(GEODESIC_TOLERANCE, 0.01 * geodesic):
         problems.append(("info.geodesic_distance", f"stored {stored:.3f}, measured {geodesic:.3f}"))
     length = sum(math.dist(a, b) for a, b in itertools.pairwise(path))
-    if length + GEODESIC_TOLERANCE < stored:
+    if length + max(GEODESIC_TOLERANCE, 0.01 * stored) < stored:  # the re-measuring tolerance
         problems.append(("reference_path", "shorter than the geodesic distance"))
     return problems
 

@@ -105,6 +105,7 @@ LABEL_KEYS = (
     "composition",
     "observability",
     "horizon",
+    "branch_steps",
     "source_dataset",
     "pair_id",
 )
@@ -118,6 +119,7 @@ BREAKDOWN_KEYS = (
     "composition",
     "observability",
     "horizon",
+    "branch_steps",
 )
 """Record keys that ``metrics.json`` breaks the main metrics down by."""
 
@@ -132,6 +134,8 @@ MAIN_METRICS = (
     "cls",
     "bsa",
     "csr",
+    "bsa_branch",
+    "csr_all",
     "wrong_branch",
 )
 """Metrics reported in breakdowns and in the printed summary."""
@@ -248,6 +252,7 @@ def score_prediction(
             reference_path=reference,
             goal=goal["position"],
             subgoals=[s["position"] for s in labels["subgoals"]],
+            branch_subgoals=[s["position"] for s in labels.get("branch_subgoals", [])],
             stop_called=trajectory.stop,
             shortest_path_length=float(episode["info"]["geodesic_distance"]),
             branch_goals=[b["position"] for b in labels["branch_goals"]],
@@ -340,8 +345,9 @@ def _score_one(
     trajectory = predictions.get(episode["episode_id"])
     reference, source = fidelity_reference(episode, locations)
     if trajectory is None or geodesic is None:
-        n_sub = len(episode["info"]["condvln"]["subgoals"])
-        score = invalid_episode(n_sub) | {"off_map_positions": 0}
+        labels = episode["info"]["condvln"]
+        n_arm = len(labels.get("branch_subgoals", []))
+        score = invalid_episode(len(labels["subgoals"]), n_arm) | {"off_map_positions": 0}
     else:
         score = score_prediction(episode, trajectory, geodesic, reference, options)
     status = None if trajectory is None else trajectory.status

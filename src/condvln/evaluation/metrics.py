@@ -13,6 +13,11 @@ measures them and returns every metric of one episode. Conventions (DESIGN §4, 
   ``fidelity_threshold`` (default 3.0 m as VLN-CE), not the success radius;
 * CLS = PC·LS as in R4R, on the same reference and d_th;
 * BSA / CSR as in the CondVLN paper (:func:`subgoals_reached`, :func:`branch_score`);
+* two CondVLN companions (:func:`arm_score`, :func:`conditional_success_all`): ``bsa_branch``,
+  the in-order prefix of the gold arm's own targets (its in-branch subgoals, then its goal)
+  reached, over every episode — the shared pre-decision waypoints earn nothing, so a wrong
+  branch scores (close to) 0; and ``csr_all``, CSR over every episode (a failed episode
+  without subgoals counts as 0 instead of being excluded), so ``csr_all ≤ SR`` always;
 * goal-condition success and path-length-weighted scores as in ALFRED / TEACh.
 
 0/0 cases never give NaN: SPL with ℓ = TL = 0 and CLS with EPL = TL = 0 are, by default,
@@ -113,6 +118,8 @@ for _name, _spec in {
     "cls": MetricSpec("continuous", "coverage weighted by length score (R4R)"),
     "bsa": MetricSpec("continuous", "branch selection accuracy (included episodes)"),
     "csr": MetricSpec("binary", "conditional success rate (included episodes)"),
+    "bsa_branch": MetricSpec("continuous", "gold arm's in-branch subgoals + goal reached (all)"),
+    "csr_all": MetricSpec("binary", "CSR over every episode (none excluded)"),
     "goal_condition_success": MetricSpec(
         "continuous", "GC: satisfied / total goal conditions (micro)", "goal_conditions_total"
     ),
@@ -360,6 +367,28 @@ def branch_score(k: int, m: int, success_value: int) -> BranchScore:
     if m == 0:
         return BranchScore(0, 0, success_value, True, 1.0, 1)
     return BranchScore(m, k, success_value, True, k / m, int(k == m and bool(success_value)))
+
+
+def arm_score(k: int, n: int) -> float:
+    """``bsa_branch`` of one episode: k / n with n ≥ 1 the gold arm's targets (its in-branch
+    subgoals, then its leaf goal) and k the in-order prefix of them reached
+    (:func:`subgoals_reached` on that sequence). Every episode is counted.
+
+    >>> arm_score(0, 1), arm_score(2, 3)
+    (0.0, 0.6666666666666666)
+    """
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"arm score needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    return k / n
+
+
+def conditional_success_all(k: int, m: int, success_value: int) -> int:
+    """``csr_all`` of one episode: 1[k = m ∧ S] for every episode, m = 0 included (then = S).
+
+    >>> conditional_success_all(0, 0, 0), conditional_success_all(2, 2, 1)
+    (0, 1)
+    """
+    return int(k == m and bool(success_value))
 
 
 def goal_condition_success(satisfied: int, total: int) -> float | None:

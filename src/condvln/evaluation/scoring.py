@@ -55,6 +55,10 @@ RECORD_KEYS = (
     "bsa_included",
     "bsa",
     "csr",
+    "branch_targets_total",
+    "branch_targets_reached",
+    "bsa_branch",
+    "csr_all",
     "goal_conditions_satisfied",
     "goal_conditions_total",
     "goal_condition_success",
@@ -113,6 +117,7 @@ def score_episode(
     reference_path: Sequence[Any] | ArrayLike | None = None,
     goal: Any = None,
     subgoals: Sequence[Any] | ArrayLike = (),
+    branch_subgoals: Sequence[Any] | ArrayLike = (),
     stop_called: bool = True,
     shortest_path_length: float | None = None,
     branch_goals: Sequence[Any] | ArrayLike | None = None,
@@ -132,6 +137,8 @@ def score_episode(
             ``None`` leaves the fidelity metrics ``None``.
         goal: the goal; default ``reference_path[-1]``.
         subgoals: ordered subgoals of the correct branch (BSA / CSR).
+        branch_subgoals: the gold arm's targets before its goal (``bsa_branch``: these, then
+            the goal, reached in order).
         stop_called: whether the agent called STOP.
         shortest_path_length: ℓ for SPL (VLN-CE: the episode's ``info.geodesic_distance``);
             default the distance from ``reference_path[0]`` to the goal as R2R's ``eval.py``
@@ -156,11 +163,13 @@ def score_episode(
         raise ValidationError("empty reference path")
     if goal is None and ref is None:
         raise ValidationError("an episode needs a goal or a reference path")
-    n_sub = len(subgoals)
+    n_sub, n_arm = len(subgoals), len(branch_subgoals)
     leaves = [] if branch_goals is None or gold_branch is None else list(branch_goals)
-    targets = _targets(space, ref, goal, [*subgoals, *leaves])
+    targets = _targets(space, ref, goal, [*subgoals, *branch_subgoals, *leaves])
     dist = space.to_targets(traj, targets)
-    goal_d, sub_d, leaf_d = dist[0], dist[1 : 1 + n_sub], dist[1 + n_sub :, -1]
+    goal_d, sub_d = dist[0], dist[1 : 1 + n_sub]
+    arm_d = np.concatenate([dist[1 + n_sub : 1 + n_sub + n_arm], dist[:1]])
+    leaf_d = dist[1 + n_sub + n_arm :, -1]
     if shortest_path_length is None:
         start = traj[:1] if ref is None else ref[:1]
         shortest_path_length = float(space.to_targets(start, targets[:1])[0, 0])
@@ -176,6 +185,9 @@ def score_episode(
         sub_d, radius, strict=o.strict, order=o.subgoal_order, positions=o.subgoal_positions
     )
     branch = m.branch_score(k, n_sub, succ)
+    k_arm = m.subgoals_reached(
+        arm_d, radius, strict=o.strict, order=o.subgoal_order, positions=o.subgoal_positions
+    )
     wrong = bool(leaves) and diag.wrong_branch(
         leaf_d, gold_branch, radius, stop_called=stop_called, strict=o.strict
     )
@@ -195,6 +207,10 @@ def score_episode(
         "bsa_included": branch.included,
         "bsa": branch.bsa,
         "csr": branch.csr,
+        "branch_targets_total": n_arm + 1,
+        "branch_targets_reached": k_arm,
+        "bsa_branch": m.arm_score(k_arm, n_arm + 1),
+        "csr_all": m.conditional_success_all(k, n_sub, succ),
         "goal_conditions_satisfied": k + succ,
         "goal_conditions_total": n_sub + 1,
         "goal_condition_success": m.goal_condition_success(k + succ, n_sub + 1),
@@ -221,13 +237,14 @@ def score_episode(
     return {key: record[key] for key in RECORD_KEYS}
 
 
-def invalid_episode(subgoals_total: int = 0) -> Record:
+def invalid_episode(subgoals_total: int = 0, branch_subgoals_total: int = 0) -> Record:
     """The record of an episode whose prediction cannot be scored (category ``"invalid"``).
 
     It has the keys of :func:`score_episode` and scores as a failure without progress: success,
     oracle success, SPL, SDTW and the path-length-weighted scores 0; nDTW and CLS 0 (an empty
     path aligns with nothing: DTW = ∞, coverage 0); k = 0, so BSA = 0 and CSR = 0 (included when
-    the episode has subgoals, excluded otherwise); distances and lengths ``None``.
+    the episode has subgoals, excluded otherwise), ``bsa_branch`` = ``csr_all`` = 0; distances
+    and lengths ``None``.
 
     >>> r = invalid_episode(2)
     >>> r["success"], r["bsa"], r["csr"], r["failure_category"]
@@ -249,6 +266,10 @@ def invalid_episode(subgoals_total: int = 0) -> Record:
         bsa_included=branch.included,
         bsa=branch.bsa,
         csr=branch.csr,
+        branch_targets_total=branch_subgoals_total + 1,
+        branch_targets_reached=0,
+        bsa_branch=0.0,
+        csr_all=0,
         goal_conditions_satisfied=0,
         goal_conditions_total=subgoals_total + 1,
         goal_condition_success=0.0,

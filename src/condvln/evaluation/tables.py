@@ -1,12 +1,13 @@
 """The paper's result tables from per-episode records, for one run or several side by side.
 
 * :func:`table2` — paper Table 2: one row per run, a column group per source dataset with SR,
-  SPL, BSA, CSR (plus an "all" group when there are several sources) and a diagnostics group:
+  SPL, BSA, CSR and CondVLN's BSA_branch and CSR_all (see :mod:`.metrics`; plus an "all" group
+  when there are several sources) and a diagnostics group:
   branch accuracy (BA, ended nearest the gold leaf goal) and its chance level, success at any
   branch goal (SR-any), the wrong-branch rate (WB) and the share of all episodes in each failure
   category;
-* :func:`table3` — paper Table 3: BSA and CSR at the base case d=1, ℓ=1, the logical-depth sweep
-  (d=2 and d=3 at ℓ=1) and the chain-length sweep (ℓ=2 and ℓ=3 at d=1); per source dataset
+* :func:`table3` — paper Table 3: BSA and CSR (then BSA_branch and CSR_all) at the base case
+  d=1, ℓ=1, the logical-depth sweep (d=2 and d=3 at ℓ=1) and the chain-length sweep (ℓ=2 and ℓ=3 at d=1); per source dataset
   (plus "all") when there are several sources;
 * :func:`coverage_table` — episodes per source dataset and Table-1 category / spatial
   composition, so a source that cannot have a category (a single room has no cross-room
@@ -19,14 +20,15 @@ Render with :meth:`ResultTable.to_markdown`, :meth:`ResultTable.to_csv` or
 :meth:`ResultTable.to_rich`.
 
 >>> recs = [{"source_dataset": "procedural", "depth": 1, "chain": 1, "success": 1, "spl": 0.5,
-...          "bsa": 1.0, "csr": 1, "wrong_branch": False, "failure_category": None}]
+...          "bsa": 1.0, "csr": 1, "bsa_branch": 0.5, "csr_all": 1, "wrong_branch": False,
+...          "failure_category": None}]
 >>> t = table2({"oracle": recs, "blind": []})
 >>> t.columns[:4]
 ['procedural SR', 'procedural SPL', 'procedural BSA', 'procedural CSR']
 >>> t.rows[0].values[:4], t.rows[1].values[:4]
 ((100.0, 50.0, 100.0, 100.0), (None, None, None, None))
 >>> print(table3({"oracle": recs}).to_markdown().splitlines()[4])
-| oracle | 1 | 100.00 | 100.00 | – | – | – | – | – | – | – | – |
+| oracle | 1 | 100.00 | 100.00 | 50.00 | 100.00 | – | – | – | – | – | – | – | – | – | – | – | – | – | – | – | – |
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ COLUMN_KEYS = {
     "SPL": "spl",
     "BSA": "bsa",
     "CSR": "csr",
+    "BSA_branch": "bsa_branch",
+    "CSR_all": "csr_all",
     "WB": "wrong_branch",
     "BA": "branch_correct",
     "chance": "branch_chance",
@@ -70,10 +74,10 @@ goal (plausible navigation), the wrong-branch rate and the share of episodes the
 FAILURE_CATEGORIES: tuple[str, ...] = get_args(FailureCategory)
 """Failure categories, in :func:`~.diagnostics.failure_category` rule order."""
 
-SOURCE_COLUMNS: tuple[str, ...] = ("SR", "SPL", "BSA", "CSR")
+SOURCE_COLUMNS: tuple[str, ...] = ("SR", "SPL", "BSA", "CSR", "BSA_branch", "CSR_all")
 """Columns of every source group of Table 2 (keys in :data:`COLUMN_KEYS`)."""
 
-SCALING_COLUMNS: tuple[str, ...] = ("BSA", "CSR")
+SCALING_COLUMNS: tuple[str, ...] = ("BSA", "CSR", "BSA_branch", "CSR_all")
 """Columns of every depth / chain cell of Table 3 (keys in :data:`COLUMN_KEYS`)."""
 
 SCALING_CELLS = (
@@ -208,18 +212,21 @@ TABLE2_TERMINAL = {
     "SPL": "SPL",
     "BSA": "BSA",
     "CSR": "CSR",
+    "BSA_branch": "BSAb",
+    "CSR_all": "CSRa",
     "diagnostics BA": "BA",
     "diagnostics chance": "1/n",
-    "diagnostics SR-any": "any",
     "diagnostics WB": "WB",
-    "diagnostics fault": "fault",
+    "diagnostics fault": "err",
 }
-"""Table 2 columns shown in a terminal, with their short labels (legend: :data:`TABLE2_LEGEND`)."""
+"""Table 2 columns shown in a terminal, with their short labels (legend: :data:`TABLE2_LEGEND`;
+SR-any stays in the files)."""
 
 TABLE2_LEGEND = (
-    "BA: branch accuracy (ended nearest the gold branch goal); 1/n: chance; any: stopped at some "
-    "branch goal; WB: stopped at a wrong branch's goal; fault: episodes the agent failed "
-    "(error, invalid action, timeout)"
+    "BSAb: BSA_branch (the gold arm's own targets reached in order, every episode); CSRa: "
+    "CSR_all (CSR over every episode); BA: branch accuracy (ended nearest the gold branch "
+    "goal); 1/n: chance; WB: stopped at a wrong branch's goal; err: episodes the agent failed "
+    "(error, invalid action, timeout); SR-any is in table2.md"
 )
 
 TABLE3_TERMINAL = {
@@ -230,6 +237,14 @@ TABLE3_TERMINAL = {
     "chain d=1,ℓ=3 CSR": "d1 ℓ3",
 }
 """Table 3 columns shown in a terminal (CSR by depth d and chain ℓ; BSA stays in the files)."""
+
+TABLE3_TERMINAL_ALL = {k.replace(" CSR", " CSR_all"): v for k, v in TABLE3_TERMINAL.items()}
+"""The same cells for CSR_all (BSA_branch stays in the files)."""
+
+
+TABLE3_NOTE = (
+    "full tables (all columns, BSA and BSA_branch by d and ℓ): table2.md / table3.md (+ .csv)"
+)
 
 
 def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[RenderableType]:
@@ -244,20 +259,26 @@ def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[Renderab
         columns = dict(table_2.groups)[sources[0]]
         return [
             table_2.to_terminal_by_source(
-                sources, {c: c for c in columns}, "Table 2: main results per source (%)"
+                sources,
+                {c: TABLE2_TERMINAL.get(c, c) for c in columns},
+                "Table 2: main results per source (%)",
             ),
             table_2.to_terminal(diagnostics, "Table 2 diagnostics, all episodes (%)"),
             Text(TABLE2_LEGEND),
             table_3.to_terminal_by_source(
                 sources, TABLE3_TERMINAL, "Table 3: CSR by depth d and chain ℓ per source (%)"
             ),
-            Text("full tables (all columns, BSA by d and ℓ): table2.md / table3.md (+ .csv)"),
+            table_3.to_terminal_by_source(
+                sources, TABLE3_TERMINAL_ALL, "Table 3: CSR_all by depth d and chain ℓ (%)"
+            ),
+            Text(TABLE3_NOTE),
         ]
     return [
         table_2.to_terminal(TABLE2_TERMINAL, "Table 2: main results (%)"),
         Text(TABLE2_LEGEND),
         table_3.to_terminal(TABLE3_TERMINAL, "Table 3: CSR by depth d and chain ℓ (%)"),
-        Text("full tables (all columns, BSA by d and ℓ): table2.md / table3.md (+ .csv)"),
+        table_3.to_terminal(TABLE3_TERMINAL_ALL, "Table 3: CSR_all by depth d and chain ℓ (%)"),
+        Text(TABLE3_NOTE),
     ]
 
 
@@ -324,7 +345,7 @@ def _is(key: str, value: Any) -> Selector:
 def table2(
     runs: Runs, *, diagnostics: bool = True, source_key: str = "source_dataset"
 ) -> ResultTable:
-    """Paper Table 2: SR, SPL, BSA, CSR per source dataset, one row per run.
+    """Paper Table 2: SR, SPL, BSA, CSR (then BSA_branch, CSR_all) per source, one row per run.
 
     Args:
         runs: ``{name: records}`` or ``[(name, records), …]``, in row order.
@@ -356,7 +377,7 @@ def _source_selectors(runs: Runs, source_key: str) -> list[tuple[str, Selector]]
 def table3(
     runs: Runs, *, diagnostics: bool = False, source_key: str = "source_dataset"
 ) -> ResultTable:
-    """Paper Table 3: BSA and CSR over the depth (d) and chain-length (ℓ) sweeps.
+    """Paper Table 3: BSA and CSR (then BSA_branch, CSR_all) over the depth and chain sweeps.
 
     Args:
         runs: ``{name: records}`` or ``[(name, records), …]``, in row order.
@@ -365,8 +386,8 @@ def table3(
 
     Returns:
         The table: groups ``base d=1,ℓ=1``, ``depth d=2,ℓ=1``, ``depth d=3,ℓ=1``,
-        ``chain d=1,ℓ=2``, ``chain d=1,ℓ=3``, each with BSA and CSR. With several sources
-        every group is repeated per source and for all episodes, named
+        ``chain d=1,ℓ=2``, ``chain d=1,ℓ=3``, each with BSA, CSR, BSA_branch and CSR_all.
+        With several sources every group is repeated per source and for all episodes, named
         ``"<source> <group>"`` (``"ithor base d=1,ℓ=1"``, …, ``"all chain d=1,ℓ=3"``).
     """
     sources = _source_selectors(runs, source_key)

@@ -107,6 +107,10 @@ class Resolution:
         targets: Object ids of the executed :class:`Go` steps, in order.
         leaf_index: Index of the executed path among :func:`~condvln.program.ast.leaf_paths`.
         branch_goals: Leaf goal object id of every path, in program order.
+        waypoints: How many of ``targets`` come before the first decision (shared by every
+            branch).
+        branch_targets: Every path's targets after its first decision (its arm: in-branch
+            subgoals, then the leaf goal), in program order.
     """
 
     branch_path: tuple[bool, ...]
@@ -114,6 +118,8 @@ class Resolution:
     targets: tuple[str, ...]
     leaf_index: int
     branch_goals: tuple[str, ...]
+    waypoints: int = 0
+    branch_targets: tuple[tuple[str, ...], ...] = ()
 
     @property
     def goal(self) -> str:
@@ -122,8 +128,13 @@ class Resolution:
 
     @property
     def subgoals(self) -> tuple[str, ...]:
-        """Navigation targets executed before the leaf goal."""
+        """Navigation targets executed before the leaf goal (waypoints, then in-branch)."""
         return self.targets[:-1]
+
+    @property
+    def branch_subgoals(self) -> tuple[str, ...]:
+        """The gold arm's targets before its leaf goal (after the first decision)."""
+        return self.targets[self.waypoints : -1]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (conditions as their AST dicts)."""
@@ -137,6 +148,9 @@ class Resolution:
             "branch_goals": list(self.branch_goals),
             "goal": self.goal,
             "subgoals": list(self.subgoals),
+            "waypoints": self.waypoints,
+            "branch_subgoals": list(self.branch_subgoals),
+            "branch_targets": [list(arm) for arm in self.branch_targets],
         }
 
 
@@ -167,4 +181,8 @@ def resolve(graph: SceneGraph, program: Program) -> Resolution:
     paths = leaf_paths(program.steps)
     leaf_index = next(i for i, (branches, _) in enumerate(paths) if branches == tuple(decisions))
     branch_goals = tuple(ground(graph, goes[-1].target) for _, goes in paths)
-    return Resolution(tuple(decisions), tuple(truths), tuple(targets), leaf_index, branch_goals)
+    shared = program.horizon
+    arms = tuple(tuple(ground(graph, g.target) for g in goes[shared:]) for _, goes in paths)
+    return Resolution(
+        tuple(decisions), tuple(truths), tuple(targets), leaf_index, branch_goals, shared, arms
+    )

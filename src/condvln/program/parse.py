@@ -68,6 +68,7 @@ _RULES = {
     "not_relation": "not_relation",
     "go": "go",
     "sequence": "sequence",
+    "then_to": "then_to",
     "linear_first": "linear_first",
     "linear_then": "linear_then",
     "linear_finally": "linear_finally",
@@ -91,7 +92,7 @@ top_tail: _sentence_separator else_clause        -> tail_else
 check_if: check_head check_tail
 check_tail: _clause_separator else_clause        -> tail_else
           | _clause_separator else_if check_tail -> tail_link
-arm: go | go sequence | check_if
+arm: go then_to* | go then_to* sequence | check_if
 then_arm: arm
 else_arm: arm
 condition: exists | relation_condition
@@ -228,7 +229,10 @@ class _ToProgram(Transformer[Token, Program]):
         return Go(next(x for x in c if isinstance(x, Ref)))
 
     def arm(self, c: list[Any]) -> tuple[Step, ...]:
-        return (c[0], *c[1]) if len(c) == 2 else (c[0],)
+        rest = c[-1] if isinstance(c[-1], tuple) else ()
+        return (*(x for x in c if not isinstance(x, tuple)), *rest)
+
+    then_to = go
 
     def sequence(self, c: list[Any]) -> tuple[Step, ...]:
         return c[0]

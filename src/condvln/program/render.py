@@ -3,7 +3,8 @@
 How the text reads (every choice below is a template and may be paraphrased):
 
 * a navigation step is "go to the stool north of the dishwasher in the kitchen";
-* steps of one arm are joined with ", then …";
+* steps of one arm are joined with ", then …" or, keeping the verb of the step before, with
+  "… and then to the lamp" ("go to the sofa and then to the lamp");
 * the outermost conditional is a sentence, "If C, …", and each else clause is a new sentence
   ("Otherwise, …", "If not, …", "If there is no kettle in the kitchen, …"), or, when no arm holds
   another conditional, a clause after a semicolon;
@@ -265,12 +266,18 @@ class _Renderer:
 
     def arm(self, steps: tuple[Step, ...]) -> str:
         goes, node = _split(steps, "arm")
-        parts = [self.go(g) for g in goes]
+        if not goes:
+            assert node is not None
+            return self.conditional(node, self.t.check, self.t.clause_separator)
+        text = self.go(goes[0])
+        for index, step in enumerate(goes[1:], start=1):
+            joint = self.pick([*self.t.then_to, *self.t.sequence])
+            if joint not in self.t.then_to:  # a new step with its own verb: the rest of the arm
+                return text + joint.format(rest=self.arm(steps[index:]))
+            text += joint.format(ref=self.ref(step.target))
         if node is not None:
-            parts.append(self.conditional(node, self.t.check, self.t.clause_separator))
-        text = parts[-1]
-        for part in reversed(parts[:-1]):
-            text = part + self.pick(self.t.sequence).format(rest=text)
+            rest = self.conditional(node, self.t.check, self.t.clause_separator)
+            text += self.pick(self.t.sequence).format(rest=rest)
         return text
 
     def conditional(self, node: If, heads: Sequence[str], separators: Sequence[str]) -> str:

@@ -51,6 +51,7 @@ SLOTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "not_relation": (frozenset({"subject", "relation", "target"}), frozenset()),
     "go": (frozenset({"ref"}), frozenset()),
     "sequence": (frozenset({"rest"}), frozenset()),
+    "then_to": (frozenset({"ref"}), frozenset()),
     "linear_first": (frozenset({"go"}), frozenset()),
     "linear_then": (frozenset({"go"}), frozenset()),
     "linear_finally": (frozenset({"go"}), frozenset()),
@@ -112,6 +113,7 @@ class Templates(BaseModel):
     not_relation: tuple[str, ...]
     go: tuple[str, ...]
     sequence: tuple[str, ...]
+    then_to: tuple[str, ...]
     linear_first: tuple[str, ...]
     linear_then: tuple[str, ...]
     linear_finally: tuple[str, ...]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from condvln.graph.config import RelationConfig
-from condvln.program.ast import Exists, Go, If, Program, Ref, Relation, Step
+from condvln.program.ast import Exists, Go, If, Program, Ref, Relation, Step, leaf_paths
 from condvln.scene.model import Scene, SceneObject
 
 TRUE, FALSE, UNKNOWN = "true", "false", "undecided"
@@ -179,6 +179,8 @@ def _execute(world: _World, steps: tuple[Step, ...], out: dict[str, list]) -> No
         else:
             assert isinstance(step, If)
             value = world.holds(step.condition)
+            if not out["branch_path"]:
+                out["decided_after"].append(len(out["targets"]))
             out["branch_path"].append(value)
             _execute(world, step.then if value else step.orelse, out)
 
@@ -208,28 +210,39 @@ def verify_labels(
         config: The relation thresholds stamped into the dataset.
         program: The recorded program.
         labels: Stored labels with keys ``branch_path``, ``goal``, ``subgoals`` and
-            ``branch_goals`` (object ids), as written by the generator.
+            ``branch_goals`` (object ids), as written by the generator, and optionally
+            ``branch_subgoals`` (the gold arm's targets after the first decision, before the
+            goal) and ``branch_steps`` (targets in the gold arm), checked when present.
 
     Returns:
         Human-readable problems; empty when every label is re-derived exactly.
     """
     world = _World(scene, config)
-    found: dict[str, list] = {"targets": [], "branch_path": []}
+    found: dict[str, list] = {"targets": [], "branch_path": [], "decided_after": []}
     try:
         _execute(world, program.steps, found)
         branch_goals = _leaf_goals(world, program.steps)
     except Unverifiable as exc:
         return [f"cannot re-derive: {exc}"]
+    targets = found["targets"]
+    shared = found["decided_after"][0] if found["decided_after"] else len(targets)
     derived = {
         "branch_path": found["branch_path"],
-        "goal": found["targets"][-1],
-        "subgoals": found["targets"][:-1],
+        "goal": targets[-1],
+        "subgoals": targets[:-1],
         "branch_goals": branch_goals,
+        "branch_subgoals": targets[shared:-1],
+        "branch_steps": len(targets) - shared,
     }
-    return [
+    optional = ("branch_subgoals", "branch_steps")
+    arms = sorted({len(goes) - program.horizon for _, goes in leaf_paths(program.steps)})
+    uneven = [f"branch_steps: arms hold {arms} targets, not all the same"] * (
+        "branch_steps" in labels and len(arms) > 1
+    )
+    return uneven + [
         f"{key}: stored {labels.get(key)!r}, re-derived {value!r}"
         for key, value in derived.items()
-        if _as_list(labels.get(key)) != _as_list(value)
+        if (key not in optional or key in labels) and _as_list(labels.get(key)) != _as_list(value)
     ]
 
 

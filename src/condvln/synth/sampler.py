@@ -1,6 +1,7 @@
 """Sampling conditional programs for one scene, bucket by bucket, gold leaf first.
 
-A **bucket** is (category × spatial composition × evidence observability × horizon):
+A **bucket** is (category × spatial composition × evidence observability × horizon × branch
+steps):
 
 * *category*: a Table 1 shape (:data:`~condvln.synth.shapes.SKELETONS`);
 * *composition*: ``in_room`` — presence conditions about the room that holds the gold goal;
@@ -10,14 +11,20 @@ A **bucket** is (category × spatial composition × evidence observability × ho
   decision is taken: the last pre-decision waypoint's approach point, or the start when there is
   none (true presence: an instance in line of sight within range; absence: that point is in the
   room; relation: both objects in sight); ``hidden`` — some of it cannot;
-* *horizon*: waypoints to visit before the decision ("first go to the sofa, then if …").
+* *horizon*: waypoints to visit before the decision ("first go to the sofa, then if …");
+* *branch steps*: targets in every arm ("if …, go to the sofa and then to the lamp; otherwise
+  …"): the arm's last target is its leaf goal, the gold arm's earlier ones are in-branch
+  subgoals. Programs are kept small (:data:`MAX_SIZE`): categories with more branches or deeper
+  nesting take fewer branch steps, so every instruction fits the word limit.
 
 For each attempt the gold leaf is chosen **first** (the caller balances it), then the conditions
 are instantiated so that execution routes to it: true presence conditions name categories present
 in the reference room, false ones categories present elsewhere in the scene but absent from it
-(preferring categories plausible for that room type). Leaf goals are distinct objects whose
-approach points lie more than 2 × the success radius apart. Every instance is run through the
-interpreter before it is kept, and every rejection is counted by reason.
+(preferring categories plausible for that room type). All targets are distinct objects; the
+leaf goals lie more than 2 × the success radius apart, and so do the targets of different arms
+and an arm's targets and the waypoints, so walking a wrong arm reaches none of the gold arm's
+targets. Every instance is run through the interpreter before it is kept, and every rejection
+is counted by reason.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import numpy as np
 
 from condvln.graph import SEMANTIC_PREDICATES, SceneGraph
 from condvln.nav import GridNavigator, Unreachable
-from condvln.program.ast import Condition, Exists, Program, Ref, Relation
+from condvln.program.ast import CATEGORY_SHAPES, Condition, Exists, Program, Ref, Relation
 from condvln.program.interpret import ProgramError, Resolution, ground, resolve, rooms_of_type
 from condvln.program.render import MAX_WORDS, compact_words, renderable_name
 from condvln.synth.groups import GroupStats, relation_allowed
@@ -51,11 +58,14 @@ class Bucket:
     composition: str
     observability: str
     horizon: int
+    branch_steps: int = 1
 
     @property
     def key(self) -> str:
-        """Stable text key, e.g. ``"nested/cross_room/hidden/h1"``."""
-        return f"{self.category}/{self.composition}/{self.observability}/h{self.horizon}"
+        """Stable text key, e.g. ``"nested/cross_room/hidden/h1"`` (``"…/h1/s2"`` for arms of
+        two targets)."""
+        key = f"{self.category}/{self.composition}/{self.observability}/h{self.horizon}"
+        return key if self.branch_steps == 1 else f"{key}/s{self.branch_steps}"
 
 
 @dataclass(frozen=True)
@@ -215,11 +225,22 @@ def _nameable(ref: Ref | None) -> Ref | None:
 
 
 def _choose_leaves(
-    ctx: SceneContext, n: int, rng: np.random.Generator, radius: float, room: str | None
-) -> list[str]:
-    """``n`` separated leaf goals; with ``room``, a random one of them (not the gold one in
-    particular) lies in that room. Compass-described targets take part with probability
-    :data:`COMPASS_KEEP`."""
+    ctx: SceneContext,
+    n: int,
+    rng: np.random.Generator,
+    radius: float,
+    room: str | None,
+    before: int = 0,
+) -> list[tuple[str, ...]]:
+    """``n`` arms of ``before + 1`` targets each: ``before`` in-branch targets, then the arm's
+    separated leaf goal.
+
+    With ``room``, a random one of the leaf goals (not the gold one in particular) lies in that
+    room. Compass-described targets take part as leaf goals with probability
+    :data:`COMPASS_KEEP` and are never in-branch targets. Every target of an arm lies more than
+    2τ from every target of the other arms (so walking one arm reaches nothing of another); the
+    targets of one arm may lie close together.
+    """
     pool = sorted(ctx.targets)
     keep = rng.random(len(pool)) < COMPASS_KEEP
     pool = [o for o, k in zip(pool, keep, strict=True) if k or o not in ctx.compass_targets]
@@ -231,15 +252,33 @@ def _choose_leaves(
         first = [inside[int(rng.integers(len(inside)))]]
     chosen: list[str] = list(first)
     for oid in rng.permutation(pool).tolist():
-        point = np.array(ctx.targets[oid][1])
-        if oid not in chosen and all(
-            np.linalg.norm(point - ctx.targets[c][1]) > 2.0 * radius for c in chosen
-        ):
+        if len(chosen) < n and oid not in chosen and _apart(ctx, oid, chosen, radius):
             chosen.append(oid)
-            if len(chosen) == n:
-                order = rng.permutation(n).tolist()
-                return [chosen[i] for i in order]
-    raise Rejected("not_enough_separated_goals")
+    if len(chosen) < n:
+        raise Rejected("not_enough_separated_goals")
+    leaves = [chosen[i] for i in rng.permutation(n).tolist()]
+    arm_of = {leaf: i for i, leaf in enumerate(leaves)}
+    inner = [o for o in pool if o not in ctx.compass_targets]
+    arms: list[list[str]] = [[] for _ in leaves]
+    for i in (i for i in range(n) for _ in range(before)):
+        rivals = [o for o, arm in arm_of.items() if arm != i]
+        order = rng.permutation(inner).tolist()
+        order.sort(key=lambda o: ctx.targets[o][0].relation is not None)  # plain names first
+        found = next(
+            (o for o in order if o not in arm_of and _apart(ctx, o, rivals, radius)),
+            None,
+        )
+        if found is None:
+            raise Rejected("not_enough_separated_arm_targets")
+        arm_of[found] = i
+        arms[i].append(found)
+    return [(*arm, leaf) for arm, leaf in zip(arms, leaves, strict=True)]
+
+
+def _apart(ctx: SceneContext, oid: str, others: list[str], radius: float) -> bool:
+    """Whether ``oid``'s approach point lies more than 2τ from those of ``others``."""
+    point = np.array(ctx.targets[oid][1])
+    return all(np.linalg.norm(point - ctx.targets[c][1]) > 2.0 * radius for c in others)
 
 
 COMPASS_KEEP = 0.3
@@ -334,13 +373,20 @@ def _relation(
     The predicate is drawn uniformly among those the room can ask, then an ordered pair of
     describable objects whose group is worth asking (:func:`~condvln.synth.groups.
     relation_allowed`, truth varying across scenes) is drawn by :func:`_draw` as in
-    :func:`_presence`. Descriptions without a qualifier are preferred.
+    :func:`_presence`. Descriptions without a qualifier are preferred, then those without a
+    compass qualifier.
     """
     refs = ctx.descriptions
-    for plain_only in (True, False):
+
+    def compass(oid: str) -> bool:
+        return refs[oid].relation in COMPASS_QUALIFIERS  # type: ignore[union-attr]
+
+    for plain_only, no_compass in ((True, True), (False, True), (False, False)):
         by_predicate: dict[str, list[tuple[str, str, GroupKey, bool]]] = {}
         for s, t, predicate, value, key, plain in ctx.relation_facts(room):
             if (plain or not plain_only) and s not in used and t not in used:
+                if no_compass and (compass(s) or compass(t)):
+                    continue
                 by_predicate.setdefault(predicate, []).append((s, t, key, value))
         if not by_predicate:
             continue
@@ -362,9 +408,10 @@ def _reference_room(
     skeleton: Skeleton,
     radius: float,
     rng: np.random.Generator,
-) -> tuple[str, list[str]]:
-    """The room the conditions ask about and the leaf goals, chosen without regard to which
-    leaf is gold.
+    before: int = 0,
+) -> tuple[str, list[tuple[str, ...]]]:
+    """The room the conditions ask about and the arms (:func:`_choose_leaves`; each arm's last
+    target is its leaf goal), chosen without regard to which leaf is gold.
 
     ``in_room``: a random uniquely typed room, with a random one of the leaf goals in it (so
     the gold goal is in it no more often than any other leaf); ``cross_room``: a uniquely typed
@@ -374,16 +421,16 @@ def _reference_room(
         if not ctx.unique_rooms:
             raise Rejected("no_in_room_room")
         room = ctx.unique_rooms[int(rng.integers(len(ctx.unique_rooms)))]
-        return room, _choose_leaves(ctx, skeleton.n_leaves, rng, radius, room)
-    leaves = _choose_leaves(ctx, skeleton.n_leaves, rng, radius, None)
+        return room, _choose_leaves(ctx, skeleton.n_leaves, rng, radius, room, before)
+    arms = _choose_leaves(ctx, skeleton.n_leaves, rng, radius, None, before)
     if composition == "cross_room":
-        leaf_rooms = {ctx.graph.room_of(o) for o in leaves}
+        leaf_rooms = {ctx.graph.room_of(arm[-1]) for arm in arms}
         pool = [r for r in ctx.unique_rooms if r not in leaf_rooms]
     else:
         pool = [r.id for r in ctx.scene.rooms if len(r.objects) >= 2]
     if not pool:
         raise Rejected(f"no_{composition}_room")
-    return pool[int(rng.integers(len(pool)))], leaves
+    return pool[int(rng.integers(len(pool)))], arms
 
 
 def _mentioned(ctx: SceneContext, object_ids: list[str]) -> set[str]:
@@ -492,11 +539,22 @@ def _start(
 
 
 def _prefix(
-    ctx: SceneContext, bucket: Bucket, room: str, leaves: list[str], rng: np.random.Generator
+    ctx: SceneContext,
+    bucket: Bucket,
+    room: str,
+    arms: list[tuple[str, ...]],
+    rng: np.random.Generator,
+    radius: float,
 ) -> list[str]:
-    """``bucket.horizon`` pre-decision waypoints (not leaf goals); for a ``visible`` bucket the
-    last one lies in the reference room, where the evidence can be seen."""
-    waypoints = [o for o in ctx.targets if o not in leaves and o not in ctx.compass_targets]
+    """``bucket.horizon`` pre-decision waypoints, each more than 2τ from every arm's targets (so
+    walking them earns nothing of an arm); for a ``visible`` bucket the last one lies in the
+    reference room, where the evidence can be seen."""
+    taken = [o for arm in arms for o in arm]
+    waypoints = [
+        o
+        for o in ctx.targets
+        if o not in taken and o not in ctx.compass_targets and _apart(ctx, o, taken, radius)
+    ]
     order = [waypoints[i] for i in rng.permutation(len(waypoints))]
     if bucket.horizon and bucket.observability == "visible":
         inside = [o for o in order if ctx.room_at(ctx.targets[o][1]) == room]
@@ -524,13 +582,17 @@ def sample_instance(
     """
     skeleton = SKELETONS[bucket.category]
     radius = settings.success_radius
-    room, leaves = _reference_room(ctx, bucket.composition, skeleton, radius, rng)
-    prefix_ids = _prefix(ctx, bucket, room, leaves, rng)
-    avoid = _mentioned(ctx, [*leaves, *prefix_ids])
+    room, arms = _reference_room(
+        ctx, bucket.composition, skeleton, radius, rng, bucket.branch_steps - 1
+    )
+    leaves = [arm[-1] for arm in arms]
+    prefix_ids = _prefix(ctx, bucket, room, arms, rng, radius)
+    every = [*(o for arm in arms for o in arm), *prefix_ids]
+    avoid = _mentioned(ctx, every)
     conditions = _conditions(ctx, skeleton, gold, bucket.composition, room, rng, avoid)
     program = skeleton.build(
         conditions,
-        [ctx.targets[o][0] for o in leaves],
+        [[ctx.targets[o][0] for o in arm] for arm in arms],
         [ctx.targets[o][0] for o in prefix_ids],
     )
     if compact_words(program) > MAX_WORDS:
@@ -539,9 +601,13 @@ def sample_instance(
         resolution = resolve(ctx.graph, program)
     except ProgramError:
         raise Rejected("unresolvable") from None
-    if resolution.leaf_index != gold or resolution.branch_goals != tuple(leaves):
+    if (
+        resolution.leaf_index != gold
+        or resolution.branch_goals != tuple(leaves)
+        or resolution.branch_targets != tuple(arms)
+    ):
         raise Rejected("routing_mismatch")
-    goal_points = {o: ctx.targets[o][1] for o in (*leaves, *prefix_ids)}
+    goal_points = {o: ctx.targets[o][1] for o in every}
     start, visible = _start(ctx, bucket, resolution, room, goal_points, settings, rng, prefix_ids)
     nearest = _gold_is_nearest(ctx, start, leaves, gold)
     if nearest is None:
@@ -579,15 +645,49 @@ def _distance_to(ctx: SceneContext, target: str, point: Vec3) -> float | None:
         return None
 
 
-def all_buckets(horizons: tuple[int, ...] = (0, 1, 2)) -> list[Bucket]:
-    """Every bucket of the design, in a fixed order."""
+BRANCH_STEPS = (1, 2, 3)
+"""Targets per arm of the default design."""
+
+MAX_SIZE = 11
+"""Largest :func:`program_size` of a designed program (:func:`all_buckets`): the measured
+shapes above it mostly have no rendering within :data:`~condvln.program.render.MAX_WORDS`."""
+
+
+def all_buckets(
+    horizons: tuple[int, ...] = (0, 1, 2), branch_steps: tuple[int, ...] = BRANCH_STEPS
+) -> list[Bucket]:
+    """Every bucket of the design, in a fixed order.
+
+    Only shapes of :func:`program_size` at most :data:`MAX_SIZE` are designed: a category with
+    more branches or deeper nesting takes fewer branch steps (simple 1–3; chain 1–2, or 3
+    without waypoints; nested 1–2; long_chain 1, or 2 without waypoints; nested_chain and
+    deep_nested 1), so its instruction
+    fits :data:`~condvln.program.render.MAX_WORDS`. Branch steps vary fastest, so the rows a
+    category takes in turn (:func:`synthesize_scene`) spread over its branch steps.
+    """
     return [
-        Bucket(category, composition, observability, horizon)
+        Bucket(category, composition, observability, horizon, steps)
         for category in SKELETONS
         for composition in COMPOSITIONS
         for observability in OBSERVABILITIES
         for horizon in horizons
+        for steps in branch_steps
+        if program_size(category, horizon, steps) <= MAX_SIZE
     ]
+
+
+def program_size(category: str, horizon: int, branch_steps: int) -> int:
+    """How much a program of this shape says: its targets (the waypoints plus every arm's),
+    its conditions and its nesting levels below the first (each costs a "check whether …: if
+    so" clause).
+
+    >>> program_size("simple", 2, 3), program_size("deep_nested", 0, 2)
+    (9, 13)
+    """
+    skeleton = SKELETONS[category]
+    depth = CATEGORY_SHAPES[category][0]
+    targets = horizon + skeleton.n_leaves * branch_steps
+    return targets + skeleton.n_conditions + depth - 1
 
 
 BUCKET_RETRIES = 2
@@ -727,13 +827,14 @@ def counterfactual(
     slot = skeleton.on_path(instance.gold_leaf)[0]
     conditions = instance.program.conditions()
     value = instance.resolution.branch_path[0]
-    targets = [*instance.resolution.targets[: bucket.horizon], *instance.resolution.branch_goals]
+    arms = instance.resolution.branch_targets
+    targets = [*instance.resolution.targets[: bucket.horizon], *(o for arm in arms for o in arm)]
     used = _used_by(ctx, [c for i, c in enumerate(conditions) if i != slot])
     used |= _mentioned(ctx, targets)
     make = _relation if bucket.composition == "relation" else _presence
     conditions[slot] = make(ctx, instance.reference_room, not value, used, rng)
     prefix = [step.target for step in instance.program.steps[: bucket.horizon]]  # type: ignore[union-attr]
-    leaves = [ctx.targets[o][0] for o in instance.resolution.branch_goals]
+    leaves = [[ctx.targets[o][0] for o in arm] for arm in arms]
     program = skeleton.build(conditions, leaves, prefix)
     if compact_words(program) > MAX_WORDS:
         raise Rejected("instruction_too_long")
@@ -755,6 +856,7 @@ def counterfactual(
             bucket.composition,
             "visible" if visible else "hidden",
             bucket.horizon,
+            bucket.branch_steps,
         ),
         program=program,
         resolution=resolution,

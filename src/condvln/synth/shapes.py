@@ -71,13 +71,21 @@ class Skeleton:
         return tuple(index for index, _ in self._walk(leaf))
 
     def build(
-        self, conditions: Sequence[Condition], leaves: Sequence[Ref], prefix: Sequence[Ref] = ()
+        self,
+        conditions: Sequence[Condition],
+        leaves: Sequence[Ref | Sequence[Ref]],
+        prefix: Sequence[Ref] = (),
     ) -> Program:
-        """The program with ``prefix`` waypoints, then the conditional filled in."""
+        """The program with ``prefix`` waypoints, then the conditional filled in.
+
+        Leaf ``i`` is one target or the ordered targets of its arm ("go to the sofa and then to
+        the lamp"); the arm's last target is the leaf goal.
+        """
 
         def fill(node: _Slot | int) -> tuple[Step, ...]:
             if isinstance(node, int):
-                return (Go(leaves[node]),)
+                arm = leaves[node]
+                return tuple(Go(r) for r in ((arm,) if isinstance(arm, Ref) else arm))
             return (If(conditions[node.condition], fill(node.then), fill(node.orelse)),)
 
         return Program(tuple(Go(r) for r in prefix) + fill(self.root))

@@ -1,0 +1,77 @@
+"""Issue #15 item 1: the branch-steps axis of the bucket design and the arms it samples."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from condvln.graph import build_scene_graph
+from condvln.nav import GridNavigator
+from condvln.program.render import MAX_WORDS, compact_words
+from condvln.scene.sources import load
+from condvln.synth.driver import GENERATION_GRID, success_radius
+from condvln.synth.sampler import (
+    MAX_SIZE,
+    Bucket,
+    Rejected,
+    SamplerSettings,
+    SceneContext,
+    all_buckets,
+    program_size,
+    sample_instance,
+)
+
+
+def test_design_gives_fewer_branch_steps_to_bigger_programs() -> None:
+    steps: dict[str, set[int]] = {}
+    for bucket in all_buckets():
+        steps.setdefault(bucket.category, set()).add(bucket.branch_steps)
+        assert program_size(bucket.category, bucket.horizon, bucket.branch_steps) <= MAX_SIZE
+    assert steps == {
+        "simple": {1, 2, 3},
+        "chain": {1, 2, 3},
+        "nested": {1, 2},
+        "long_chain": {1, 2},
+        "nested_chain": {1},
+        "deep_nested": {1},
+    }
+    # by hand: targets (waypoints + branches × steps) + conditions + levels below the first
+    assert program_size("chain", 0, 3) == 0 + 3 * 3 + 2 + 0 == 11
+    assert program_size("chain", 1, 3) == 12
+    assert program_size("nested", 2, 2) == 2 + 3 * 2 + 2 + 1 == 11
+    assert program_size("deep_nested", 2, 1) == 2 + 4 + 3 + 2 == 11
+    keys = {b.key for b in all_buckets()}
+    assert "simple/in_room/hidden/h2/s3" in keys and "simple/in_room/hidden/h2" in keys
+
+
+def test_sampled_arms_hold_their_targets_and_fit_the_word_limit() -> None:
+    scene = load("procedural", "2")
+    ctx = SceneContext(build_scene_graph(scene), GridNavigator(scene, config=GENERATION_GRID))
+    radius = success_radius(scene)
+    settings = SamplerSettings(success_radius=radius)
+    rng = np.random.default_rng(0)
+    made = 0
+    for bucket in (
+        Bucket("simple", "cross_room", "hidden", 1, 3),
+        Bucket("nested", "relation", "hidden", 0, 2),
+    ):
+        for attempt in range(40):
+            try:
+                inst = sample_instance(ctx, bucket, attempt % 2, settings, rng)
+            except Rejected:
+                continue
+            made += 1
+            res = inst.resolution
+            assert all(len(arm) == bucket.branch_steps for arm in res.branch_targets)
+            assert res.branch_subgoals == res.branch_targets[res.leaf_index][:-1]
+            assert res.subgoals[: bucket.horizon] == res.targets[: bucket.horizon]
+            assert compact_words(inst.program) <= MAX_WORDS
+            gold = res.branch_targets[res.leaf_index]
+            others = [
+                o for i, arm in enumerate(res.branch_targets) if i != res.leaf_index for o in arm
+            ]
+            others += list(res.targets[: bucket.horizon])
+            for a in gold:
+                for b in others:
+                    gap = np.subtract(inst.goal_points[a], inst.goal_points[b])
+                    assert np.hypot(gap[0], gap[2]) > 2 * radius, (a, b)
+    assert made >= 4
