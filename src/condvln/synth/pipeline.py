@@ -27,7 +27,8 @@ from condvln.scene.sources import SOURCES, load
 from condvln.synth.balance import balance, balance_report
 from condvln.synth.driver import success_radius, synthesize
 from condvln.synth.groups import GroupStats, scene_group_counts
-from condvln.synth.sampler import Instance
+from condvln.synth.sampler import Instance, all_buckets
+from condvln.synth.shapes import SKELETONS
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,10 @@ TOP_UPS = 2
 
 TOP_UP_MARGIN = 1.05
 """A top-up round aims this much above :data:`MIN_YIELD` (balancing the union trims again)."""
+
+CATEGORY_TOP_UP_ROWS = 2
+"""Rows per scene sampled, in one more round, for a Table-1 category a stratum lost (runs of at
+least :data:`MIN_SCENES_FOR_GROUPS` scenes)."""
 
 MIN_SCENES_FOR_GROUPS = 10
 """Fewest scenes from which group truth rates are estimated."""
@@ -156,9 +161,10 @@ def _synthesize_one(
         tuple[float, float],
         GroupStats | None,
         int,
+        str | None,
     ],
 ) -> tuple[str, list[Instance], Counter]:
-    spec, seed, index, offset, quota, share, relations, radii, groups, top_up = args
+    spec, seed, index, offset, quota, share, relations, radii, groups, top_up, category = args
     scene = spec.load()
     result = synthesize(
         scene,
@@ -169,6 +175,7 @@ def _synthesize_one(
         radius=success_radius(scene, *radii),
         relation_config=relations,
         groups=groups,
+        buckets=[b for b in all_buckets() if b.category == category] if category else None,
     )
     instances = result.instances
     if top_up:  # minimal-pair ids restart in every round
@@ -226,7 +233,9 @@ def run_synthesis(
 ) -> SynthesisResult:
     """Sample ``per_scene`` instances in every scene, then balance them; when fewer than
     :data:`MIN_YIELD` of ``per_scene × scenes`` survive balancing, sample the shortfall (divided
-    by the observed keep rate) again in every scene with fresh seeds and balance the union.
+    by the observed keep rate) again in every scene with fresh seeds and balance the union; and
+    when a stratum lost a Table-1 category, sample :data:`CATEGORY_TOP_UP_ROWS` rows of it in
+    that stratum's scenes (nothing of this happens at the default scales, which keep enough).
 
     A first pass counts how often every condition group is true across the scenes
     (:class:`~condvln.synth.groups.GroupStats`), so the sampler asks only groups whose truth
@@ -239,13 +248,19 @@ def run_synthesis(
     :class:`~condvln.parallel.Executor` (one task per scene).
     """
     labels = list(strata) if strata is not None else [""] * len(scenes)
+    share = counterfactual_share
     groups, per_scene_groups = _stratum_groups(scenes, labels, relation_config, workers)
     rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaves rotate per stratum
 
-    def sample(quota: int, top_up: int, done: Callable[[], None] | None) -> list[Instance]:
+    def sample(
+        quota: int, top_up: int, done: Callable[[], None] | None, category: str | None = None
+    ) -> list[Instance]:
+        """One sampling round over every scene (with ``category``: only the scenes of strata
+        missing it, only its buckets)."""
         tasks = [
-            (spec, seed, i, rank[i], quota, counterfactual_share, relation_config, radii, g, top_up)
+            (spec, seed, i, rank[i], quota, share, relation_config, radii, g, top_up, category)
             for i, (spec, g) in enumerate(zip(scenes, per_scene_groups, strict=True))
+            if category is None or (labels[i], category) in missing_categories
         ]
         found_all: list[Instance] = []
         results = ordered_map(_synthesize_one, tasks, workers, done)
@@ -260,6 +275,7 @@ def run_synthesis(
     scene_ids: list[str] = []
     rejections: Counter[str] = Counter()
     stratum_of: dict[str, str] = {}
+    missing_categories: set[tuple[str, str]] = set()
     gathered = sample(per_scene, 0, on_scene_done)
     kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
     wanted = MIN_YIELD * per_scene * len(scenes)
@@ -267,8 +283,15 @@ def run_synthesis(
         if len(kept) >= wanted or not gathered:
             break
         rate = len(kept) / len(gathered)
-        missing = (TOP_UP_MARGIN * wanted - len(kept)) / max(rate, 0.25)
-        gathered += sample(math.ceil(missing / len(scenes)), top_up, None)
+        short = (TOP_UP_MARGIN * wanted - len(kept)) / max(rate, 0.25)
+        gathered += sample(math.ceil(short / len(scenes)), top_up, None)
+        kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
+    found = {(stratum_of[i.scene_id], i.bucket.category) for i in kept}
+    missing_categories = {(lab, c) for lab in set(labels) for c in SKELETONS} - found
+    if len(scenes) >= MIN_SCENES_FOR_GROUPS and missing_categories:  # a category lost in a split
+        for k, category in enumerate(sorted({c for _, c in missing_categories})):
+            rows = CATEGORY_TOP_UP_ROWS * SKELETONS[category].n_leaves
+            gathered += sample(rows, TOP_UPS + 1 + k, None, category)  # own seeds and pair ids
         kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
     rejections["balancing"] += len(gathered) - len(kept)
     report = balance_report(kept)
