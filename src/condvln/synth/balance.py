@@ -68,7 +68,7 @@ MAX_TRIM = 0.2
 SECOND_TRIM = 0.1
 """Largest share of a stratum the second pass (the learned frequency prior) may drop."""
 
-GUARANTEE_TRIM = 0.1
+GUARANTEE_TRIM = 0.2
 """Largest share of a stratum the last pass may drop to meet the run-wide guarantees (groups
 used ≥ 10 times: majority share ≤ 0.6; condition types: true share 0.5 ± 0.03) where the
 stratum-level passes left them unmet."""
