@@ -68,6 +68,11 @@ MAX_TRIM = 0.2
 SECOND_TRIM = 0.1
 """Largest share of a stratum the second pass (the learned frequency prior) may drop."""
 
+GUARANTEE_TRIM = 0.2
+"""Largest share of a stratum the last pass may drop to meet the run-wide guarantees (groups
+used ≥ 10 times: majority share ≤ 0.6; condition types: true share 0.5 ± 0.03) where the
+stratum-level passes left them unmet."""
+
 STRATUM = "#"
 """Prefix of a stratum label inside a balance key."""
 
@@ -122,8 +127,8 @@ def _allowed(key: Key, n: int) -> float:
 
 
 GLOBAL_WEIGHT = 40.0
-"""How much more a run-wide group's skew counts than a stratum's when rows are dropped (the
-run-wide guarantee is the one the dataset card states)."""
+"""How much more a run-wide group's or condition type's skew counts than a stratum's when rows
+are dropped (the run-wide guarantees are the ones the dataset card states)."""
 
 
 SWEEPS = 3
@@ -135,12 +140,12 @@ PROBE_WEIGHT = 5.0
 
 def _excess(counts: TruthCounts, key: Key, truth: bool) -> float:
     """How far ``truth`` outnumbers the other truth of ``key`` beyond the slack (≤ 0: fine),
-    weighted by :data:`GLOBAL_WEIGHT` for run-wide groups."""
+    weighted by :data:`GLOBAL_WEIGHT` for run-wide groups and condition types."""
     n = counts[key, True] + counts[key, False]
     excess = counts[key, truth] - counts[key, not truth] - _allowed(key, n)
     if key[1:2] == (PROBE,):
         return PROBE_WEIGHT * excess
-    return GLOBAL_WEIGHT * excess if key[0][:1] not in (STRATUM, "*") else excess
+    return GLOBAL_WEIGHT * excess if not key[0].startswith(STRATUM) else excess
 
 
 def _badness(counts: TruthCounts, keys: list[tuple[Key, bool]]) -> float:
@@ -200,6 +205,7 @@ def _trim_rows(
     priors: dict[str, dict[str, ConditionPrior]],
     cap: float = MAX_TRIM,
     frozen: set[str] = frozenset(),  # type: ignore[assignment]
+    run_wide: bool = False,
 ) -> list[Instance]:
     """Drop whole rows (one instance of every gold leaf of a cell and stratum) while that
     reduces truth skew, counted per stratum and over all strata, and the blind priors' lead
@@ -208,10 +214,14 @@ def _trim_rows(
     The worst instances (largest :func:`_badness`) seed the rows; each other leaf of the
     cell gives up its own worst instance. Leaf balance is kept exactly; at most ``cap`` of a
     stratum is dropped, none of the strata in ``frozen``, and every Table-1 category keeps at
-    least half its instances in each stratum (and at least one).
+    least half its instances in each stratum (and at least one). With ``run_wide`` only the
+    run-wide groups and condition types count (the guarantees the dataset card states).
     """
     counts: TruthCounts = Counter()
-    keys = [_balance_keys(i, labels[j], priors.get(labels[j], {})) for j, i in enumerate(items)]
+    keys = [
+        _truth_keys(i) if run_wide else _balance_keys(i, labels[j], priors.get(labels[j], {}))
+        for j, i in enumerate(items)
+    ]
     for item_keys in keys:
         counts.update(item_keys)
     cells: dict[tuple[str, int], list[int]] = defaultdict(list)  # (stratum|cell, leaf)
@@ -297,7 +307,10 @@ def balance(
     chance within each stratum. With ``train`` (``train(instance, stratum)``: whether blind probes are trained on it)
     a second pass does the same, in the strata holding no training instance, for the frequency
     prior learned on the kept training instances; strata with training instances are left as
-    they are then, so that prior stays the one the probes learn. The order of ``instances`` is preserved.
+    they are then, so that prior stays the one the probes learn. A last pass (at most
+    :data:`GUARANTEE_TRIM` of a stratum) drops rows only for the run-wide guarantees the earlier
+    passes' caps left unmet (groups used ≥ 10 times, pooled condition types). The order of
+    ``instances`` is preserved.
     """
     rng = np.random.default_rng(seed)
     position = {id(inst): i for i, inst in enumerate(instances)}
@@ -328,7 +341,15 @@ def balance(
         priors = {
             label: {**commonsense, "text": learned} for label in by_stratum if label not in training
         }
-        chosen = _trim_rows(chosen, chosen_labels, rng, priors, SECOND_TRIM, frozen=training)
+        kept_ids = {
+            id(i)
+            for i in _trim_rows(chosen, chosen_labels, rng, priors, SECOND_TRIM, frozen=training)
+        }
+        chosen_labels = [
+            lab for i, lab in zip(chosen, chosen_labels, strict=True) if id(i) in kept_ids
+        ]
+        chosen = [i for i in chosen if id(i) in kept_ids]
+    chosen = _trim_rows(chosen, chosen_labels, rng, {}, GUARANTEE_TRIM, run_wide=True)
     chosen.sort(key=lambda inst: position[id(inst)])
     members = Counter(i.pair_id for i in chosen if i.pair_id is not None)
     return [

@@ -7,7 +7,9 @@ same for any number of workers.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import math
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -25,7 +27,8 @@ from condvln.scene.sources import SOURCES, load
 from condvln.synth.balance import balance, balance_report
 from condvln.synth.driver import success_radius, synthesize
 from condvln.synth.groups import GroupStats, scene_group_counts
-from condvln.synth.sampler import Instance
+from condvln.synth.sampler import Instance, all_buckets
+from condvln.synth.shapes import SKELETONS
 
 
 @dataclass(frozen=True)
@@ -54,17 +57,33 @@ class SynthesisResult:
     scene_ids: list[str]
 
 
+MIN_YIELD = 0.7
+"""Share of the requested ``scenes × per_scene`` episodes a run keeps at least (when the scenes
+can hold them): a shorter yield is topped up by sampling more (:data:`TOP_UPS` rounds)."""
+
+TOP_UPS = 2
+"""Extra sampling rounds at most when balancing left fewer than :data:`MIN_YIELD` of the request."""
+
+TOP_UP_MARGIN = 1.05
+"""A top-up round aims this much above :data:`MIN_YIELD` (balancing the union trims again)."""
+
+CATEGORY_TOP_UP_ROWS = 2
+"""Rows per scene sampled, in one more round, for a Table-1 category a stratum lost (runs of at
+least :data:`MIN_SCENES_FOR_GROUPS` scenes)."""
+
 MIN_SCENES_FOR_GROUPS = 10
 """Fewest scenes from which group truth rates are estimated."""
 
 
-def scene_seed(seed: int, index: int) -> int:
-    """Seed of scene ``index``'s random stream (independent of worker assignment).
+def scene_seed(seed: int, index: int, top_up: int = 0) -> int:
+    """Seed of scene ``index``'s random stream (independent of worker assignment) in sampling
+    round ``top_up`` (0: the first round).
 
-    >>> scene_seed(0, 1) == scene_seed(0, 1) != scene_seed(0, 2)
+    >>> scene_seed(0, 1) == scene_seed(0, 1) != scene_seed(0, 2) != scene_seed(0, 1, 1)
     True
     """
-    return int(np.random.SeedSequence([seed, index]).generate_state(1, dtype=np.uint64)[0])
+    entropy = [seed, index] if top_up == 0 else [seed, index, top_up]
+    return int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)[0])
 
 
 SCENE_SUFFIXES = (".json", ".house", ".npz", ".scn")
@@ -141,21 +160,30 @@ def _synthesize_one(
         RelationConfig | None,
         tuple[float, float],
         GroupStats | None,
+        int,
+        str | None,
     ],
 ) -> tuple[str, list[Instance], Counter]:
-    spec, seed, index, offset, quota, share, relations, radii, groups = args
+    spec, seed, index, offset, quota, share, relations, radii, groups, top_up, category = args
     scene = spec.load()
     result = synthesize(
         scene,
-        seed=scene_seed(seed, index),
+        seed=scene_seed(seed, index, top_up),
         quota=quota,
         leaf_offset=offset,
         counterfactual_share=share,
         radius=success_radius(scene, *radii),
         relation_config=relations,
         groups=groups,
+        buckets=[b for b in all_buckets() if b.category == category] if category else None,
     )
-    return scene.id, result.instances, result.rejections
+    instances = result.instances
+    if top_up:  # minimal-pair ids restart in every round
+        instances = [
+            dataclasses.replace(i, pair_id=f"{i.pair_id}+{top_up}") if i.pair_id else i
+            for i in instances
+        ]
+    return scene.id, instances, result.rejections
 
 
 def _stratum_groups(
@@ -203,7 +231,11 @@ def run_synthesis(
     strata: Sequence[str] | None = None,
     train: Callable[[Instance, str], bool] | None = None,
 ) -> SynthesisResult:
-    """Sample ``per_scene`` instances in every scene, then balance them.
+    """Sample ``per_scene`` instances in every scene, then balance them; when fewer than
+    :data:`MIN_YIELD` of ``per_scene × scenes`` survive balancing, sample the shortfall (divided
+    by the observed keep rate) again in every scene with fresh seeds and balance the union; and
+    when a stratum lost a Table-1 category, sample :data:`CATEGORY_TOP_UP_ROWS` rows of it in
+    that stratum's scenes (nothing of this happens at the default scales, which keep enough).
 
     A first pass counts how often every condition group is true across the scenes
     (:class:`~condvln.synth.groups.GroupStats`), so the sampler asks only groups whose truth
@@ -216,24 +248,51 @@ def run_synthesis(
     :class:`~condvln.parallel.Executor` (one task per scene).
     """
     labels = list(strata) if strata is not None else [""] * len(scenes)
+    share = counterfactual_share
     groups, per_scene_groups = _stratum_groups(scenes, labels, relation_config, workers)
     rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaves rotate per stratum
-    tasks = [
-        (spec, seed, i, rank[i], per_scene, counterfactual_share, relation_config, radii, g)
-        for i, (spec, g) in enumerate(zip(scenes, per_scene_groups, strict=True))
-    ]
-    gathered: list[Instance] = []
+
+    def sample(
+        quota: int, top_up: int, done: Callable[[], None] | None, category: str | None = None
+    ) -> list[Instance]:
+        """One sampling round over every scene (with ``category``: only the scenes of strata
+        missing it, only its buckets)."""
+        tasks = [
+            (spec, seed, i, rank[i], quota, share, relation_config, radii, g, top_up, category)
+            for i, (spec, g) in enumerate(zip(scenes, per_scene_groups, strict=True))
+            if category is None or (labels[i], category) in missing_categories
+        ]
+        found_all: list[Instance] = []
+        results = ordered_map(_synthesize_one, tasks, workers, done)
+        for index, (scene_id, found, rejected) in enumerate(results):
+            if top_up == 0:
+                scene_ids.append(scene_id)
+                stratum_of[scene_id] = labels[index]
+            found_all.extend(found)
+            rejections.update(rejected)
+        return found_all
+
     scene_ids: list[str] = []
     rejections: Counter[str] = Counter()
     stratum_of: dict[str, str] = {}
-    for index, (scene_id, found, rejected) in enumerate(
-        ordered_map(_synthesize_one, tasks, workers, on_scene_done)
-    ):
-        scene_ids.append(scene_id)
-        stratum_of[scene_id] = labels[index]
-        gathered.extend(found)
-        rejections.update(rejected)
+    missing_categories: set[tuple[str, str]] = set()
+    gathered = sample(per_scene, 0, on_scene_done)
     kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
+    wanted = MIN_YIELD * per_scene * len(scenes)
+    for top_up in range(1, TOP_UPS + 1):  # oversample where the yield fell short
+        if len(kept) >= wanted or not gathered:
+            break
+        rate = len(kept) / len(gathered)
+        short = (TOP_UP_MARGIN * wanted - len(kept)) / max(rate, 0.25)
+        gathered += sample(math.ceil(short / len(scenes)), top_up, None)
+        kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
+    found = {(stratum_of[i.scene_id], i.bucket.category) for i in kept}
+    missing_categories = {(lab, c) for lab in set(labels) for c in SKELETONS} - found
+    if len(scenes) >= MIN_SCENES_FOR_GROUPS and missing_categories:  # a category lost in a split
+        for k, category in enumerate(sorted({c for _, c in missing_categories})):
+            rows = CATEGORY_TOP_UP_ROWS * SKELETONS[category].n_leaves
+            gathered += sample(rows, TOP_UPS + 1 + k, None, category)  # own seeds and pair ids
+        kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
     rejections["balancing"] += len(gathered) - len(kept)
     report = balance_report(kept)
     report["group_scan"] = (
