@@ -88,13 +88,6 @@ def test_truths_are_balanced_per_group_and_type(benchmark_dataset: Path) -> None
         assert abs(row["true_share"] - 0.5) <= 0.03, kind
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (#14 item 4): with branch arms and the run-wide truth trims, relation "
-    "conditions' gold goals lie in the condition's room 25.8 % vs 31.4 % for the other leaves "
-    "(the sampled pool is already 27.3 vs 30.5; the nearest-goal steering of the row trims "
-    "widens it); the limit is 5 pp",
-)
 def test_rooms_reveal_nothing_about_the_gold_goal(benchmark_dataset: Path) -> None:
     balance = orjson.loads((benchmark_dataset / "stats.json").read_bytes())["branch_balance"]
     for composition, rows in balance["room_shortcuts"].items():

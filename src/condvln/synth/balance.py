@@ -4,8 +4,9 @@ Within every bucket the same number of instances is kept for each gold leaf (the
 count), so a condition-blind agent that always takes branch ``k`` scores exactly
 ``1 / branches``; among each leaf's kept instances the share whose gold goal is also the goal
 nearest the start is steered to ``1 / branches`` too, so "go to the nearest candidate" is no
-shortcut either. Members of counterfactual pairs are preferred, and a pair that loses a member
-loses its pair id. The result depends only on the instances and the seed, never on the order
+shortcut either. Row trimming also holds "the gold goal is (not) in the condition's room /
+the start room" at chance per composition (:func:`_room_keys`). Members of counterfactual
+pairs are preferred, and a pair that loses a member loses its pair id. The result depends only on the instances and the seed, never on the order
 workers finished in (callers pass instances in scene order).
 """
 
@@ -108,6 +109,23 @@ def _probe_keys(inst: Instance, name: str, prior: ConditionPrior) -> list[tuple[
     return keys
 
 
+def _room_keys(inst: Instance) -> list[tuple[Key, bool]]:
+    """Keys that hold "the gold goal is (not) in the condition's room / the start room" at
+    chance: per room, composition and branch count, a gold goal in the room counts ``n − 1``
+    true and every other leaf goal in it one false (equal when the gold goal is in the room as
+    often as each other leaf goal)."""
+    keys: list[tuple[Key, bool]] = []
+    for kind, room in (("condition room", inst.reference_room), ("start room", inst.start_room)):
+        inside = [r == room for r in inst.leaf_rooms]
+        if not any(inside):
+            continue
+        key = (PROBE, kind, inst.bucket.composition, str(inst.n_leaves))
+        gold = inside[inst.gold_leaf]
+        keys += [(key, True)] * (inst.n_leaves - 1 if gold else 0)
+        keys += [(key, False)] * (sum(inside) - gold)
+    return keys
+
+
 def _allowed(key: Key, n: int) -> float:
     """Largest ``|true − false|`` tolerated for a balance key used ``n`` times.
 
@@ -195,7 +213,7 @@ def _balance_keys(
     keys = [((STRATUM + label, *k), t) for k, t in own] + own
     for name, prior in priors.items():
         keys += [((STRATUM + label, *k), t) for k, t in _probe_keys(inst, name, prior)]
-    return keys
+    return keys + [((STRATUM + label, *k), t) for k, t in _room_keys(inst)]
 
 
 def _trim_rows(
