@@ -235,7 +235,8 @@ def run_synthesis(
     :data:`MIN_YIELD` of ``per_scene × scenes`` survive balancing, sample the shortfall (divided
     by the observed keep rate) again in every scene with fresh seeds and balance the union; and
     when a stratum lost a Table-1 category, sample :data:`CATEGORY_TOP_UP_ROWS` rows of it in
-    that stratum's scenes (nothing of this happens at the default scales, which keep enough).
+    that stratum's scenes (the benchmark's default dataset takes one yield round; the
+    paper-scale default none).
 
     A first pass counts how often every condition group is true across the scenes
     (:class:`~condvln.synth.groups.GroupStats`), so the sampler asks only groups whose truth
