@@ -295,12 +295,13 @@ _INVARIANTS = (
     ("success", "sdtw", "SR >= SDTW"),
     ("bsa", "csr", "BSA >= CSR"),
     ("success", "csr_all", "SR >= CSR_all"),
+    ("bsa_branch", "csr_all", "BSA_branch >= CSR_all"),
 )
 
 
 def check_invariants(aggregates: Mapping[str, Aggregate], tolerance: float = 1e-9) -> list[str]:
-    """Violated mean invariants OSR ≥ SR ≥ SPL, SDTW ≤ SR, CSR ≤ BSA, CSR_all ≤ SR (present
-    metrics only).
+    """Violated mean invariants OSR ≥ SR ≥ SPL, SDTW ≤ SR, CSR ≤ BSA, CSR_all ≤ SR and
+    CSR_all ≤ BSA_branch (present metrics only).
 
     >>> bad = aggregate([{"success": 1, "oracle_success": 0}])
     >>> check_invariants(bad)

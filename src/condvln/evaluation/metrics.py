@@ -13,11 +13,14 @@ measures them and returns every metric of one episode. Conventions (DESIGN §4, 
   ``fidelity_threshold`` (default 3.0 m as VLN-CE), not the success radius;
 * CLS = PC·LS as in R4R, on the same reference and d_th;
 * BSA / CSR as in the CondVLN paper (:func:`subgoals_reached`, :func:`branch_score`);
-* two CondVLN companions (:func:`arm_score`, :func:`conditional_success_all`): ``bsa_branch``,
-  the in-order prefix of the gold arm's own targets (its in-branch subgoals, then its goal)
-  reached, over every episode — the shared pre-decision waypoints earn nothing, so a wrong
-  branch scores (close to) 0; and ``csr_all``, CSR over every episode (a failed episode
-  without subgoals counts as 0 instead of being excluded), so ``csr_all ≤ SR`` always;
+* two CondVLN companions (:func:`arm_targets_reached`, :func:`arm_score`,
+  :func:`conditional_success_all`): ``bsa_branch``, the share of the gold arm's own targets
+  reached — its in-branch subgoals in order, then its goal, which counts only when the episode
+  succeeds (as the paper's BSA counts the goal of an episode without subgoals), over every
+  episode — the shared pre-decision waypoints earn nothing and neither does passing the gold
+  goal on the way to another, so a wrong branch scores (close to) 0; and ``csr_all``, CSR over
+  every episode (a failed episode without subgoals counts as 0 instead of being excluded), so
+  ``csr_all ≤ SR`` always;
 * goal-condition success and path-length-weighted scores as in ALFRED / TEACh.
 
 0/0 cases never give NaN: SPL with ℓ = TL = 0 and CLS with EPL = TL = 0 are, by default,
@@ -118,7 +121,7 @@ for _name, _spec in {
     "cls": MetricSpec("continuous", "coverage weighted by length score (R4R)"),
     "bsa": MetricSpec("continuous", "branch selection accuracy (included episodes)"),
     "csr": MetricSpec("binary", "conditional success rate (included episodes)"),
-    "bsa_branch": MetricSpec("continuous", "gold arm's in-branch subgoals + goal reached (all)"),
+    "bsa_branch": MetricSpec("continuous", "gold arm's in-branch subgoals + success (all)"),
     "csr_all": MetricSpec("binary", "CSR over every episode (none excluded)"),
     "goal_condition_success": MetricSpec(
         "continuous", "GC: satisfied / total goal conditions (micro)", "goal_conditions_total"
@@ -369,10 +372,23 @@ def branch_score(k: int, m: int, success_value: int) -> BranchScore:
     return BranchScore(m, k, success_value, True, k / m, int(k == m and bool(success_value)))
 
 
+def arm_targets_reached(k: int, n: int, success_value: int) -> int:
+    """k′ of ``bsa_branch``: the ``k`` in-branch subgoals of the gold arm reached in order (of
+    its ``n``, :func:`subgoals_reached`), plus its goal when all ``n`` were reached and the
+    episode succeeded — the goal is reached by stopping there, not by passing it.
+
+    >>> arm_targets_reached(0, 0, 1), arm_targets_reached(1, 2, 1), arm_targets_reached(2, 2, 0)
+    (1, 1, 2)
+    """
+    if n < 0 or not 0 <= k <= n:
+        raise ValueError(f"arm targets need 0 <= k <= n, got k={k}, n={n}")
+    return k + int(k == n and bool(success_value))
+
+
 def arm_score(k: int, n: int) -> float:
     """``bsa_branch`` of one episode: k / n with n ≥ 1 the gold arm's targets (its in-branch
-    subgoals, then its leaf goal) and k the in-order prefix of them reached
-    (:func:`subgoals_reached` on that sequence). Every episode is counted.
+    subgoals, then its leaf goal) and k of them reached (:func:`arm_targets_reached`). Every
+    episode is counted.
 
     >>> arm_score(0, 1), arm_score(2, 3)
     (0.0, 0.6666666666666666)

@@ -137,8 +137,8 @@ def score_episode(
             ``None`` leaves the fidelity metrics ``None``.
         goal: the goal; default ``reference_path[-1]``.
         subgoals: ordered subgoals of the correct branch (BSA / CSR).
-        branch_subgoals: the gold arm's targets before its goal (``bsa_branch``: these, then
-            the goal, reached in order).
+        branch_subgoals: the gold arm's targets before its goal (``bsa_branch``: these
+            reached in order, then the goal by succeeding).
         stop_called: whether the agent called STOP.
         shortest_path_length: ℓ for SPL (VLN-CE: the episode's ``info.geodesic_distance``);
             default the distance from ``reference_path[0]`` to the goal as R2R's ``eval.py``
@@ -168,7 +168,7 @@ def score_episode(
     targets = _targets(space, ref, goal, [*subgoals, *branch_subgoals, *leaves])
     dist = space.to_targets(traj, targets)
     goal_d, sub_d = dist[0], dist[1 : 1 + n_sub]
-    arm_d = np.concatenate([dist[1 + n_sub : 1 + n_sub + n_arm], dist[:1]])
+    arm_d = dist[1 + n_sub : 1 + n_sub + n_arm]
     leaf_d = dist[1 + n_sub + n_arm :, -1]
     if shortest_path_length is None:
         start = traj[:1] if ref is None else ref[:1]
@@ -185,9 +185,10 @@ def score_episode(
         sub_d, radius, strict=o.strict, order=o.subgoal_order, positions=o.subgoal_positions
     )
     branch = m.branch_score(k, n_sub, succ)
-    k_arm = m.subgoals_reached(
+    k_in = m.subgoals_reached(
         arm_d, radius, strict=o.strict, order=o.subgoal_order, positions=o.subgoal_positions
     )
+    k_arm = m.arm_targets_reached(k_in, n_arm, succ)
     wrong = bool(leaves) and diag.wrong_branch(
         leaf_d, gold_branch, radius, stop_called=stop_called, strict=o.strict
     )

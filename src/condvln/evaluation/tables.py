@@ -223,7 +223,8 @@ TABLE2_TERMINAL = {
 SR-any stays in the files)."""
 
 TABLE2_LEGEND = (
-    "BSAb: BSA_branch (the gold arm's own targets reached in order, every episode); CSRa: "
+    "BSAb: BSA_branch (the gold arm's in-branch subgoals reached in order, then its goal by "
+    "succeeding; every episode); CSRa: "
     "CSR_all (CSR over every episode); BA: branch accuracy (ended nearest the gold branch "
     "goal); 1/n: chance; WB: stopped at a wrong branch's goal; err: episodes the agent failed "
     "(error, invalid action, timeout); SR-any is in table2.md"
