@@ -57,12 +57,14 @@ def test_evidence_is_judged_from_the_last_waypoint_before_the_decision() -> None
     assert judged["visible"] > 0 and judged["hidden"] > 0
 
 
-@pytest.mark.parametrize(("scenes", "per_scene"), [(3, 10), (20, 10), (20, 20)])
+@pytest.mark.parametrize(("scenes", "per_scene"), [(3, 10), (10, 10), (20, 10), (20, 20)])
 def test_small_configs_keep_seventy_percent_and_every_category(
     tmp_path: Path, scenes: int, per_scene: int
 ) -> None:
     """20 x 20 keeps 0.7 x S x P only through a top-up round (its first round keeps 251 of 280);
-    20 x 10 keeps every category in val_unseen only through the category top-up."""
+    20 x 10 keeps every category in val_unseen only through the category top-up; 10 x 10 (two
+    val_unseen houses whose usable condition groups fill no long_chain or nested_chain row)
+    only through the second category top-up, without group statistics."""
     out = tmp_path / "d"
     stats = generate_dataset(GenerateConfig(scenes=scenes, per_scene=per_scene), out, workers=2)
     assert stats["episodes"] >= 0.7 * scenes * per_scene
@@ -70,7 +72,7 @@ def test_small_configs_keep_seventy_percent_and_every_category(
     for split in ("train", "val_seen", "val_unseen"):
         episodes = load_split(out, split)["episodes"]
         pairs.update(e["info"]["condvln"]["pair_id"] for e in episodes)
-        if scenes >= 20 and split != "val_seen":  # 10 scenes: val_unseen has two houses
+        if scenes >= 10 and split != "val_seen":  # the issue's bound (val_seen may lack some)
             found = {e["info"]["condvln"]["category"] for e in episodes}
             assert found == set(CATEGORIES.values()), split
     del pairs[None]

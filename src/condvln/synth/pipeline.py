@@ -69,7 +69,9 @@ TOP_UP_MARGIN = 1.05
 
 CATEGORY_TOP_UP_ROWS = 2
 """Rows per scene sampled, in one more round, for a Table-1 category a stratum lost (runs of at
-least :data:`MIN_SCENES_FOR_GROUPS` scenes)."""
+least :data:`MIN_SCENES_FOR_GROUPS` scenes); a category still missing then is sampled once more
+in that stratum's scenes without group statistics (any condition the house can ask, unweighted):
+a few houses' usable groups cannot fill the three conditions of a four-branch row."""
 
 MIN_SCENES_FOR_GROUPS = 10
 """Fewest scenes from which group truth rates are estimated."""
@@ -235,8 +237,8 @@ def run_synthesis(
     :data:`MIN_YIELD` of ``per_scene × scenes`` survive balancing, sample the shortfall (divided
     by the observed keep rate) again in every scene with fresh seeds and balance the union; and
     when a stratum lost a Table-1 category, sample :data:`CATEGORY_TOP_UP_ROWS` rows of it in
-    that stratum's scenes (the benchmark's default dataset takes one yield round; the
-    paper-scale default none).
+    that stratum's scenes, and once more without group statistics if it is still missing (the
+    benchmark's default dataset takes one yield round; the paper-scale default none).
 
     A first pass counts how often every condition group is true across the scenes
     (:class:`~condvln.synth.groups.GroupStats`), so the sampler asks only groups whose truth
@@ -254,13 +256,18 @@ def run_synthesis(
     rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaves rotate per stratum
 
     def sample(
-        quota: int, top_up: int, done: Callable[[], None] | None, category: str | None = None
+        quota: int,
+        top_up: int,
+        done: Callable[[], None] | None,
+        category: str | None = None,
+        plain: bool = False,
     ) -> list[Instance]:
         """One sampling round over every scene (with ``category``: only the scenes of strata
-        missing it, only its buckets)."""
+        missing it, only its buckets; ``plain``: without group statistics)."""
+        stats = [None] * len(scenes) if plain else per_scene_groups
         tasks = [
             (spec, seed, i, rank[i], quota, share, relation_config, radii, g, top_up, category)
-            for i, (spec, g) in enumerate(zip(scenes, per_scene_groups, strict=True))
+            for i, (spec, g) in enumerate(zip(scenes, stats, strict=True))
             if category is None or (labels[i], category) in missing_categories
         ]
         found_all: list[Instance] = []
@@ -287,12 +294,15 @@ def run_synthesis(
         short = (TOP_UP_MARGIN * wanted - len(kept)) / max(rate, 0.25)
         gathered += sample(math.ceil(short / len(scenes)), top_up, None)
         kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
-    found = {(stratum_of[i.scene_id], i.bucket.category) for i in kept}
-    missing_categories = {(lab, c) for lab in set(labels) for c in SKELETONS} - found
-    if len(scenes) >= MIN_SCENES_FOR_GROUPS and missing_categories:  # a category lost in a split
+    for attempt in range(2 if len(scenes) >= MIN_SCENES_FOR_GROUPS else 0):  # a category lost
+        found = {(stratum_of[i.scene_id], i.bucket.category) for i in kept}
+        missing_categories = {(lab, c) for lab in set(labels) for c in SKELETONS} - found
+        if not missing_categories:
+            break
         for k, category in enumerate(sorted({c for _, c in missing_categories})):
             rows = CATEGORY_TOP_UP_ROWS * SKELETONS[category].n_leaves
-            gathered += sample(rows, TOP_UPS + 1 + k, None, category)  # own seeds and pair ids
+            top_up = TOP_UPS + 1 + attempt * len(SKELETONS) + k  # own seeds and pair ids
+            gathered += sample(rows, top_up, None, category, plain=attempt == 1)
         kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
     rejections["balancing"] += len(gathered) - len(kept)
     report = balance_report(kept)
