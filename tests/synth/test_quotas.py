@@ -63,8 +63,8 @@ def test_small_configs_keep_seventy_percent_and_every_category(
 ) -> None:
     """20 x 20 keeps 0.7 x S x P only through a top-up round (its first round keeps 251 of 280);
     20 x 10 keeps every category in val_unseen only through the category top-up; 10 x 10 (two
-    val_unseen houses whose usable condition groups fill no long_chain or nested_chain row)
-    only through the second category top-up, without group statistics."""
+    val_unseen houses that give no long_chain or nested_chain row within the ordinary limits)
+    only through the second, persistent category round."""
     out = tmp_path / "d"
     stats = generate_dataset(GenerateConfig(scenes=scenes, per_scene=per_scene), out, workers=2)
     assert stats["episodes"] >= 0.7 * scenes * per_scene
