@@ -57,6 +57,7 @@ def synthesize(
     relation_config: RelationConfig | None = None,
     buckets: list[Bucket] | None = None,
     groups: GroupStats | None = None,
+    persistence: int = 1,
 ) -> SceneSynthesis:
     """Sample about ``quota`` instances (plus minimal-pair siblings) from ``scene``.
 
@@ -73,6 +74,9 @@ def synthesize(
         buckets: Restrict sampling to these buckets (all of them by default).
         groups: Condition-group truth counts of the run's scenes (:mod:`condvln.synth.groups`);
             ``None`` asks any group, unweighted.
+        persistence: Multiplies the attempt budget and the failed rows after which a category
+            stops (:func:`~condvln.synth.sampler.synthesize_scene`), for categories the scene
+            rarely holds.
     """
     rng = np.random.default_rng(seed)
     graph = build_scene_graph(scene, relation_config)
@@ -81,7 +85,13 @@ def synthesize(
     radius = success_radius(scene) if radius is None else radius
     settings = SamplerSettings(success_radius=radius)
     found, rejections = synthesize_scene(
-        ctx, quota, settings, rng, buckets=buckets, leaf_offset=leaf_offset
+        ctx,
+        quota,
+        settings,
+        rng,
+        buckets=buckets,
+        leaf_offset=leaf_offset,
+        persistence=persistence,
     )
     instances: list[Instance] = []
     for index, inst in enumerate(found):

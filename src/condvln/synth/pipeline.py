@@ -69,7 +69,12 @@ TOP_UP_MARGIN = 1.05
 
 CATEGORY_TOP_UP_ROWS = 2
 """Rows per scene sampled, in one more round, for a Table-1 category a stratum lost (runs of at
-least :data:`MIN_SCENES_FOR_GROUPS` scenes)."""
+least :data:`MIN_SCENES_FOR_GROUPS` scenes); a category still missing then is sampled once more
+in that stratum's scenes with :data:`CATEGORY_PERSISTENCE`."""
+
+CATEGORY_PERSISTENCE = 40
+"""Attempt budget and failed-row limit multiplier of the last category round: some houses fill a
+four-branch row from the run's usable condition groups once in a few hundred rows."""
 
 MIN_SCENES_FOR_GROUPS = 10
 """Fewest scenes from which group truth rates are estimated."""
@@ -162,9 +167,23 @@ def _synthesize_one(
         GroupStats | None,
         int,
         str | None,
+        int,
     ],
 ) -> tuple[str, list[Instance], Counter]:
-    spec, seed, index, offset, quota, share, relations, radii, groups, top_up, category = args
+    (
+        spec,
+        seed,
+        index,
+        offset,
+        quota,
+        share,
+        relations,
+        radii,
+        groups,
+        top_up,
+        category,
+        persistence,
+    ) = args
     scene = spec.load()
     result = synthesize(
         scene,
@@ -176,6 +195,7 @@ def _synthesize_one(
         relation_config=relations,
         groups=groups,
         buckets=[b for b in all_buckets() if b.category == category] if category else None,
+        persistence=persistence,
     )
     instances = result.instances
     if top_up:  # minimal-pair ids restart in every round
@@ -235,8 +255,9 @@ def run_synthesis(
     :data:`MIN_YIELD` of ``per_scene × scenes`` survive balancing, sample the shortfall (divided
     by the observed keep rate) again in every scene with fresh seeds and balance the union; and
     when a stratum lost a Table-1 category, sample :data:`CATEGORY_TOP_UP_ROWS` rows of it in
-    that stratum's scenes (the benchmark's default dataset takes one yield round; the
-    paper-scale default none).
+    that stratum's scenes, and once more, :data:`CATEGORY_PERSISTENCE` times as persistent, if
+    it is still missing (the benchmark's default dataset takes one yield round; the paper-scale
+    default none).
 
     A first pass counts how often every condition group is true across the scenes
     (:class:`~condvln.synth.groups.GroupStats`), so the sampler asks only groups whose truth
@@ -254,12 +275,29 @@ def run_synthesis(
     rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaves rotate per stratum
 
     def sample(
-        quota: int, top_up: int, done: Callable[[], None] | None, category: str | None = None
+        quota: int,
+        top_up: int,
+        done: Callable[[], None] | None,
+        category: str | None = None,
+        persistence: int = 1,
     ) -> list[Instance]:
         """One sampling round over every scene (with ``category``: only the scenes of strata
         missing it, only its buckets)."""
         tasks = [
-            (spec, seed, i, rank[i], quota, share, relation_config, radii, g, top_up, category)
+            (
+                spec,
+                seed,
+                i,
+                rank[i],
+                quota,
+                share,
+                relation_config,
+                radii,
+                g,
+                top_up,
+                category,
+                persistence,
+            )
             for i, (spec, g) in enumerate(zip(scenes, per_scene_groups, strict=True))
             if category is None or (labels[i], category) in missing_categories
         ]
@@ -287,12 +325,16 @@ def run_synthesis(
         short = (TOP_UP_MARGIN * wanted - len(kept)) / max(rate, 0.25)
         gathered += sample(math.ceil(short / len(scenes)), top_up, None)
         kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
-    found = {(stratum_of[i.scene_id], i.bucket.category) for i in kept}
-    missing_categories = {(lab, c) for lab in set(labels) for c in SKELETONS} - found
-    if len(scenes) >= MIN_SCENES_FOR_GROUPS and missing_categories:  # a category lost in a split
+    for attempt in range(2 if len(scenes) >= MIN_SCENES_FOR_GROUPS else 0):  # a category lost
+        found = {(stratum_of[i.scene_id], i.bucket.category) for i in kept}
+        missing_categories = {(lab, c) for lab in set(labels) for c in SKELETONS} - found
+        if not missing_categories:
+            break
         for k, category in enumerate(sorted({c for _, c in missing_categories})):
             rows = CATEGORY_TOP_UP_ROWS * SKELETONS[category].n_leaves
-            gathered += sample(rows, TOP_UPS + 1 + k, None, category)  # own seeds and pair ids
+            top_up = TOP_UPS + 1 + attempt * len(SKELETONS) + k  # own seeds and pair ids
+            persistence = CATEGORY_PERSISTENCE if attempt else 1
+            gathered += sample(rows, top_up, None, category, persistence)
         kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
     rejections["balancing"] += len(gathered) - len(kept)
     report = balance_report(kept)

@@ -724,6 +724,7 @@ def synthesize_scene(
     buckets: list[Bucket] | None = None,
     leaf_offset: int = 0,
     max_attempts: int | None = None,
+    persistence: int = 1,
 ) -> tuple[list[Instance], Counter[str]]:
     """Sample about ``quota`` instances from one scene in complete rows, to category quotas.
 
@@ -737,7 +738,9 @@ def synthesize_scene(
     :data:`DRAW_FACTOR`); a row with a leaf that fails is dropped whole and the category's next
     bucket is tried; a category stops in this scene after :data:`MAX_FAILED_ROWS` failed rows
     in a row (so a category the scene cannot hold does not use up the attempt budget,
-    ``12 × quota`` by default). Top-up rows go to the category with the fewest instances so far.
+    ``max_attempts``, ``12 × quota`` by default); ``persistence`` multiplies both, for a
+    category the scene rarely holds. Top-up rows go to the category with the fewest instances
+    so far.
     """
     buckets = buckets or all_buckets()
     categories = list(dict.fromkeys(b.category for b in buckets))
@@ -745,13 +748,13 @@ def synthesize_scene(
     turn = {c: int(rng.integers(len(by_category[c]))) for c in categories}
     rejections: Counter[str] = Counter()
     found: list[Instance] = []
-    budget = max_attempts or max(12 * math.ceil(quota), 24)
+    budget = persistence * (max_attempts or max(12 * math.ceil(quota), 24))
     spent = draws = 0
     made = dict.fromkeys(categories, 0)
     failures = dict.fromkeys(categories, 0)
 
     def live(category: str) -> bool:
-        return failures[category] < MAX_FAILED_ROWS and spent < budget
+        return failures[category] < persistence * MAX_FAILED_ROWS and spent < budget
 
     def add_row(category: str) -> bool:
         options = by_category[category]
