@@ -53,9 +53,9 @@ class Tolerances:
         condition: A prior's truth accuracy per condition type vs 50 %.
         shortcut: Constant-branch and nearest-goal accuracy vs chance.
         min_count: Cells with fewer episodes / conditions are reported but not judged.
-        standard_errors: Per-category and per-condition-type limits widen to this many standard
-            errors of an accuracy at the cell's chance level, so that a small cell fails only
-            when its deviation is more than sampling noise (0 keeps the fixed limits).
+        standard_errors: Every limit widens to this many standard errors of an accuracy at the
+            cell's chance level, so that a small cell (or a small dataset's overall line) fails
+            only when its deviation is more than sampling noise (0 keeps the fixed limits).
     """
 
     overall: float = 3.0
@@ -249,18 +249,11 @@ def violations(report: Mapping[str, Any], tol: Tolerances | None = None) -> list
     tol = tol or Tolerances()
     problems = []
 
-    def check(
-        label: str,
-        cell: Mapping[str, Any],
-        limit: float,
-        reference: float | None,
-        widen: bool = True,
-    ) -> None:
+    def check(label: str, cell: Mapping[str, Any], limit: float, reference: float | None) -> None:
         if cell["n"] < tol.min_count or cell["accuracy"] is None:
             return
         target = cell["chance"] if reference is None else reference
-        if widen:
-            limit = max(limit, sampling_margin(cell["n"], target, tol.standard_errors))
+        limit = max(limit, sampling_margin(cell["n"], target, tol.standard_errors))
         if abs(cell["accuracy"] - target) > limit:
             problems.append(
                 f"{label}: {cell['accuracy']:.1f}% vs {target:.1f}% (n={cell['n']}, "
@@ -269,11 +262,10 @@ def violations(report: Mapping[str, Any], tol: Tolerances | None = None) -> list
 
     for probe in BRANCH_PROBES:
         for key, cell in report["branch"][probe].items():
-            overall = key == "all"
-            limit = tol.overall if overall else tol.category
-            check(f"{probe} {key}", cell, limit, None, widen=not overall)
+            limit = tol.overall if key == "all" else tol.category
+            check(f"{probe} {key}", cell, limit, None)
     for probe in ("constant_branch", "nearest_goal"):
-        check(f"{probe} all", report["branch"][probe]["all"], tol.shortcut, None, widen=False)
+        check(f"{probe} all", report["branch"][probe]["all"], tol.shortcut, None)
     for prior in PRIOR_PROBES:
         for kind, cell in report["conditions"][prior].items():
             check(f"{prior} truth of {kind}", cell, tol.condition, 50.0)
