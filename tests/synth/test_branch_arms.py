@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from condvln.graph import build_scene_graph
@@ -75,3 +77,21 @@ def test_sampled_arms_hold_their_targets_and_fit_the_word_limit() -> None:
                     gap = np.subtract(inst.goal_points[a], inst.goal_points[b])
                     assert np.hypot(gap[0], gap[2]) > 2 * radius, (a, b)
     assert made >= 4
+
+
+def test_far_apart_is_the_pairwise_distance_rule() -> None:
+    """The vectorised separation mask equals "more than d from each other approach point",
+    checked pair by pair on every target of a house against a few others."""
+    scene = load("procedural", "2")
+    ctx = SceneContext(build_scene_graph(scene), GridNavigator(scene, config=GENERATION_GRID))
+    ids = sorted(ctx.targets)
+    others = ids[:: max(1, len(ids) // 4)][:4]
+    for distance in (0.5, 2.0, 4.0):
+        mask = ctx.far_apart(ids, others, distance)
+        expected = [
+            all(math.dist(ctx.targets[o][1], ctx.targets[c][1]) > distance for c in others)
+            for o in ids
+        ]
+        assert mask.tolist() == expected
+        assert 0 < sum(expected) < len(ids) or distance == 0.5
+    assert ctx.far_apart(ids[:3], [], 1.0).tolist() == [True] * 3

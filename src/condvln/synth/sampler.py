@@ -136,6 +136,8 @@ class SceneContext:
             point = nav.approach_point(obj) if ref is not None else None
             if ref is not None and point is not None:
                 self.targets[obj.id] = (ref, tuple(float(c) for c in point))  # type: ignore[arg-type]
+        self._target_index = {oid: i for i, oid in enumerate(self.targets)}
+        self._target_points = np.array([p for _, p in self.targets.values()]).reshape(-1, 3)
         self.compass_targets = frozenset(
             oid for oid, (ref, _) in self.targets.items() if ref.relation in COMPASS_QUALIFIERS
         )
@@ -159,6 +161,16 @@ class SceneContext:
             rows, cols = np.nonzero(area.free & (area.room_index == index))
             cells[room.id] = area.frame.centres(rows, cols)
         return cells
+
+    def far_apart(self, candidates: list[str], others: list[str], distance: float) -> np.ndarray:
+        """Mask over ``candidates``: whose approach point lies more than ``distance`` from the
+        approach points of all ``others`` (all true without others)."""
+        if not others or not candidates:
+            return np.ones(len(candidates), dtype=bool)
+        points = self._target_points
+        a = points[[self._target_index[c] for c in candidates]]
+        b = points[[self._target_index[o] for o in others]]
+        return (np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2) > distance).all(axis=1)
 
     def asks(self, key: GroupKey) -> bool:
         """Whether conditions of this group may be asked (its truth varies across scenes)."""
@@ -277,8 +289,7 @@ def _choose_leaves(
 
 def _apart(ctx: SceneContext, oid: str, others: list[str], radius: float) -> bool:
     """Whether ``oid``'s approach point lies more than 2τ from those of ``others``."""
-    point = np.array(ctx.targets[oid][1])
-    return all(np.linalg.norm(point - ctx.targets[c][1]) > 2.0 * radius for c in others)
+    return bool(ctx.far_apart([oid], others, 2.0 * radius)[0])
 
 
 COMPASS_KEEP = 0.3
@@ -550,11 +561,9 @@ def _prefix(
     walking them earns nothing of an arm); for a ``visible`` bucket the last one lies in the
     reference room, where the evidence can be seen."""
     taken = [o for arm in arms for o in arm]
-    waypoints = [
-        o
-        for o in ctx.targets
-        if o not in taken and o not in ctx.compass_targets and _apart(ctx, o, taken, radius)
-    ]
+    free = [o for o in ctx.targets if o not in taken and o not in ctx.compass_targets]
+    far = ctx.far_apart(free, taken, 2.0 * radius)
+    waypoints = [o for o, ok in zip(free, far, strict=True) if ok]
     order = [waypoints[i] for i in rng.permutation(len(waypoints))]
     if bucket.horizon and bucket.observability == "visible":
         inside = [o for o in order if ctx.room_at(ctx.targets[o][1]) == room]
