@@ -47,7 +47,7 @@ def test_benchmark_writes_tables_and_reuses_its_dataset(tmp_path: Path) -> None:
 
 
 def test_pixel_rows_join_with_full_or_pixels_only() -> None:
-    from condvln.agents.base import AGENTS
+    from condvln.agents.loader import AGENTS
     from condvln.benchmark import PIXEL_RUNS, PIXELS, RUNS
     from condvln.sim.protocol import parse_protocol
 

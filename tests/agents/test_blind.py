@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from condvln.agents.base import load_agent
 from condvln.agents.blind import CommonsensePriorAgent, TextPriorAgent, _train_prior
+from condvln.agents.loader import load_agent
 from condvln.agents.run import EpisodeWorker, WorkerConfig, episode_specs, run_agent
 from condvln.dataset.vlnce import load_split
 from condvln.program.ast import program_from_dict

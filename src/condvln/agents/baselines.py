@@ -1,4 +1,4 @@
-"""The built-in baseline agents (registered in :data:`~condvln.agents.base.AGENTS`).
+"""The built-in baseline agents (entry points of ``condvln.agents``: :mod:`condvln.agents.loader`).
 
 * ``random`` — VLN-CE's random baseline: STOP 2 %, FORWARD 68 %, LEFT 15 %, RIGHT 15 % each
   step (seeded per episode), STOP when the budget ends.
@@ -25,7 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from condvln.agents.base import AGENTS, EpisodeView, InstructionSource
+from condvln.agents.base import EpisodeView, InstructionSource
 from condvln.agents.skills import Script, SkillAgent
 from condvln.graph import Truth
 from condvln.program.ast import Condition, Exists, Go, Step, leaf_paths
@@ -146,24 +146,6 @@ class NeurosymbolicAgent(SkillAgent):
             yield from self.look_around()
         return seen()
 
-
-def _register() -> None:
-    from condvln.agents.blind import CommonsensePriorAgent, TextPriorAgent
-
-    for name, factory in (
-        ("text_prior", TextPriorAgent),
-        ("commonsense_prior", CommonsensePriorAgent),
-        ("random", RandomAgent),
-        ("condition_blind", ConditionBlindAgent),
-        ("goal_only", GoalOnlyAgent),
-        ("oracle_linear", OracleLinearAgent),
-        ("neurosymbolic", NeurosymbolicAgent),
-    ):
-        if name not in AGENTS:
-            AGENTS.add(name, factory)
-
-
-_register()
 
 __all__ = [
     "ConditionBlindAgent",

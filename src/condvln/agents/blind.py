@@ -87,9 +87,3 @@ class CommonsensePriorAgent(PriorAgent):
 @functools.cache
 def _commonsense() -> CommonsensePrior:
     return CommonsensePrior()
-
-
-def prepare(agent: object, dataset_dir: Path) -> None:
-    """Give an agent that learns from training data the dataset it runs on (others: no-op)."""
-    if getattr(agent, "needs_training_data", False):
-        agent.fit(dataset_dir)  # type: ignore[attr-defined]

@@ -1,9 +1,17 @@
-"""Scene sources, registered by name: each turns a file, a seed or a scene name into a Scene.
+"""Scene sources, by name: each turns a file, a seed or a scene name into a Scene.
+
+A source is a :class:`SceneSource` object named by an entry point of the group
+``condvln.sources`` (``[project.entry-points."condvln.sources"]`` in a package's
+``pyproject.toml``: ``my_source = "my_package.scenes:SOURCE"``), CondVLN's own included; it is
+imported the first time it is asked for. ``condvln scenes sources`` lists them all with the
+package each comes from.
 
 >>> {"procedural", "procthor", "ithor", "condvln"} <= set(SOURCES.names())
 True
 >>> load("procedural", "3").id
 'procedural/seed-3'
+>>> str(SOURCES.origin("procedural").value)
+'condvln.scene.sources.procedural:SOURCE'
 """
 
 from __future__ import annotations
@@ -12,16 +20,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from condvln.errors import ConfigError
 from condvln.registry import Registry
 from condvln.scene.model import Scene
+
+GROUP = "condvln.sources"
+"""The entry-point group of scene sources."""
 
 
 @dataclass(frozen=True)
 class SceneSource:
-    """A registered scene source.
+    """A scene source.
 
     Attributes:
-        name: Registry name (``--source`` on the command line).
+        name: Registry name (``--source`` on the command line; the entry point's name).
         description: One line for ``condvln scenes sources``.
         reference: What the positional argument means for this source (path, seed, name).
         load: ``load(reference, **options) -> Scene``.
@@ -33,27 +45,18 @@ class SceneSource:
     load: Callable[..., Scene]
 
 
-SOURCES: Registry[SceneSource] = Registry("scene source")
-
-
-def register(source: SceneSource) -> SceneSource:
-    """Add ``source`` to :data:`SOURCES` under its name."""
-    SOURCES.add(source.name, source)
+def _check_source(name: str, source: object) -> SceneSource:
+    if not isinstance(source, SceneSource):
+        raise ConfigError(f"scene source '{name}' is a {type(source).__name__}, not a SceneSource")
+    if source.name != name:
+        raise ConfigError(f"scene source '{name}' calls itself '{source.name}'")
     return source
+
+
+SOURCES: Registry[SceneSource] = Registry("scene source", group=GROUP, check=_check_source)
+"""Scene sources by name: the ``condvln.sources`` entry points of the installed packages."""
 
 
 def load(source: str, reference: str, **options: Any) -> Scene:
     """Load one scene from the source named ``source``."""
     return SOURCES.get(source).load(str(reference), **options)
-
-
-# Registration happens on import; keep this list in sync with the modules of this package.
-from condvln.scene.sources import (  # noqa: E402, F401
-    condvln_json,
-    gibson,
-    ithor,
-    mp3d,
-    procedural,
-    procthor,
-    replicacad,
-)

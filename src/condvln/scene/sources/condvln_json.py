@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from condvln.scene.model import Scene
 from condvln.scene.serialize import load_scene
-from condvln.scene.sources import SceneSource, register
+from condvln.scene.sources import SceneSource
 
 
 def load(reference: str) -> Scene:
@@ -12,11 +12,9 @@ def load(reference: str) -> Scene:
     return load_scene(reference)
 
 
-register(
-    SceneSource(
-        name="condvln",
-        description="CondVLN's own versioned scene JSON (written by `condvln scenes export`)",
-        reference="path to a .json scene file",
-        load=load,
-    )
+SOURCE = SceneSource(
+    name="condvln",
+    description="CondVLN's own versioned scene JSON (written by `condvln scenes export`)",
+    reference="path to a .json scene file",
+    load=load,
 )

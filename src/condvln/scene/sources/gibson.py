@@ -58,7 +58,7 @@ from condvln.frames import habitat_from_zup
 from condvln.io import LIMITS, read_bytes, read_json, read_zip_member
 from condvln.scene.labels import normalize_category, normalize_room_type
 from condvln.scene.model import AABB, Room, Scene, SceneObject, Vec3
-from condvln.scene.sources import SceneSource, register
+from condvln.scene.sources import SceneSource
 from condvln.scene.sources._geometry import enclosing_room, openings, rectangle
 
 ROOM_TYPES: dict[str, str] = {
@@ -338,11 +338,9 @@ def load(reference: str) -> Scene:
         raise exc.with_file(str(path)) from None
 
 
-register(
-    SceneSource(
-        name="gibson",
-        description="Gibson 3D Scene Graph .npz (rooms and objects) or habitat-sim Gibson .scn",
-        reference="path of 3DSceneGraph_<model>.npz or <model>.scn",
-        load=load,
-    )
+SOURCE = SceneSource(
+    name="gibson",
+    description="Gibson 3D Scene Graph .npz (rooms and objects) or habitat-sim Gibson .scn",
+    reference="path of 3DSceneGraph_<model>.npz or <model>.scn",
+    load=load,
 )

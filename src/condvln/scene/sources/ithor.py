@@ -37,7 +37,7 @@ from condvln.frames import habitat_from_thor, habitat_yaw_from_thor
 from condvln.io import read_json
 from condvln.scene.labels import normalize_category, normalize_room_type
 from condvln.scene.model import AABB, Room, Scene, SceneObject
-from condvln.scene.sources import SceneSource, register
+from condvln.scene.sources import SceneSource
 from condvln.scene.sources.procthor import as_list, as_mapping, as_text, as_vec3
 
 ITHOR_NAME = re.compile(r"FloorPlan(\d+)")
@@ -327,11 +327,9 @@ def load(reference: str, scene: str | None = None) -> Scene:
         raise exc.with_file(file) from None
 
 
-register(
-    SceneSource(
-        name="ithor",
-        description="iTHOR rooms from AI2-THOR object metadata (one room per scene)",
-        reference="object-metadata .json file ([#SCENE]) or an iTHOR scene name like FloorPlan1",
-        load=load,
-    )
+SOURCE = SceneSource(
+    name="ithor",
+    description="iTHOR rooms from AI2-THOR object metadata (one room per scene)",
+    reference="object-metadata .json file ([#SCENE]) or an iTHOR scene name like FloorPlan1",
+    load=load,
 )

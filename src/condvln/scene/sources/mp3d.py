@@ -50,7 +50,7 @@ from condvln.frames import habitat_box_from_zup
 from condvln.io import LIMITS, read_bytes
 from condvln.scene.labels import normalize_category
 from condvln.scene.model import AABB, Point2, Room, Scene, SceneObject, Vec3, polygon_area
-from condvln.scene.sources import SceneSource, register
+from condvln.scene.sources import SceneSource
 from condvln.scene.sources._geometry import counter_clockwise, openings, rectangle
 
 HEADER = "ASCII 1.1"
@@ -413,11 +413,9 @@ def load(reference: str) -> Scene:
         raise exc.with_file(str(path)) from None
 
 
-register(
-    SceneSource(
-        name="mp3d",
-        description="Matterport3D .house files (regions → rooms, oriented boxes → objects)",
-        reference="path of a .house file",
-        load=load,
-    )
+SOURCE = SceneSource(
+    name="mp3d",
+    description="Matterport3D .house files (regions → rooms, oriented boxes → objects)",
+    reference="path of a .house file",
+    load=load,
 )

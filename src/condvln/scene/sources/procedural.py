@@ -49,7 +49,7 @@ from scipy import ndimage
 from condvln.errors import ConfigError
 from condvln.scene.catalogue import Catalogue, CategorySpec, load_catalogue
 from condvln.scene.model import AABB, Door, Room, Scene, SceneObject
-from condvln.scene.sources import SceneSource, register
+from condvln.scene.sources import SceneSource
 
 SOURCE_NAME = "procedural"
 GENERATOR_VERSION = 2
@@ -933,24 +933,7 @@ def generate_house(seed: int, *, n_rooms: int | None = None) -> Scene:
     rects = _layout(rnd, types, cat)
     doors = _plan_doors(rnd, types, rects)
     ceiling = 2.5 + 0.05 * rnd.index(7)
-    counters: dict[str, int] = {}
-    rooms = []
-    for i, (room_type, rect) in enumerate(zip(types, rects, strict=True)):
-        openings = [d for d in doors if len(d.rooms) == 2]
-        room_doors = (_room_doors(rect, i, doors), _room_doors(rect, i, openings))
-        placed = _furnish(rnd, rect, ceiling, room_doors, _room_plan(cat, room_type))
-        x0, z0, x1, z1 = (v / UNITS_PER_M for v in rect)
-        rooms.append(
-            Room(
-                id=f"room_{i}",
-                room_type=room_type,
-                label=cat.room_types[room_type].label,
-                objects=tuple(_scene_objects(placed, counters)),
-                floor_polygon=((x0, z0), (x1, z0), (x1, z1), (x0, z1)),
-                floor_height=0.0,
-                ceiling_height=ceiling,
-            )
-        )
+    rooms = _furnished_rooms(rnd, cat, types, rects, doors, ceiling)
     scene_id = f"procedural/seed-{seed}" if n_rooms is None else f"procedural/seed-{seed}/rooms-{n}"
     return Scene(
         id=scene_id,
@@ -973,6 +956,36 @@ def generate_house(seed: int, *, n_rooms: int | None = None) -> Scene:
             "n_rooms": n,
         },
     )
+
+
+def _furnished_rooms(
+    rnd: _Rand,
+    cat: Catalogue,
+    types: list[str],
+    rects: list[Rect],
+    doors: list[_DoorPlan],
+    ceiling: float,
+) -> list[Room]:
+    """The rooms of a house plan, furnished one after the other (in room order)."""
+    counters: dict[str, int] = {}
+    rooms = []
+    for i, (room_type, rect) in enumerate(zip(types, rects, strict=True)):
+        openings = [d for d in doors if len(d.rooms) == 2]
+        room_doors = (_room_doors(rect, i, doors), _room_doors(rect, i, openings))
+        placed = _furnish(rnd, rect, ceiling, room_doors, _room_plan(cat, room_type))
+        x0, z0, x1, z1 = (v / UNITS_PER_M for v in rect)
+        rooms.append(
+            Room(
+                id=f"room_{i}",
+                room_type=room_type,
+                label=cat.room_types[room_type].label,
+                objects=tuple(_scene_objects(placed, counters)),
+                floor_polygon=((x0, z0), (x1, z0), (x1, z1), (x0, z1)),
+                floor_height=0.0,
+                ceiling_height=ceiling,
+            )
+        )
+    return rooms
 
 
 _SEED = re.compile(r"\d+")
@@ -1003,11 +1016,9 @@ def load(reference: str, **options: Any) -> Scene:
     return generate_house(int(text), n_rooms=n_rooms)
 
 
-register(
-    SceneSource(
-        name=SOURCE_NAME,
-        description="Deterministic furnished houses of 2–8 rooms, generated from a seed (built in)",
-        reference="a non-negative integer seed",
-        load=load,
-    )
+SOURCE = SceneSource(
+    name=SOURCE_NAME,
+    description="Deterministic furnished houses of 2–8 rooms, generated from a seed (built in)",
+    reference="a non-negative integer seed",
+    load=load,
 )

@@ -46,7 +46,7 @@ from condvln.frames import habitat_from_thor, habitat_yaw_from_thor
 from condvln.io import LIMITS, read_json
 from condvln.scene.labels import normalize_category, normalize_room_type
 from condvln.scene.model import Door, Point2, Room, Scene, SceneObject, Vec3, polygon_area
-from condvln.scene.sources import SceneSource, register
+from condvln.scene.sources import SceneSource
 
 ASSET_TABLE = "procthor_asset_sizes.json"
 """Packaged asset-size table (file name inside ``condvln/data``)."""
@@ -508,11 +508,9 @@ def load(reference: str, asset_sizes: str | None = None) -> Scene:
         raise exc.with_file(str(path)) from None
 
 
-register(
-    SceneSource(
-        name="procthor",
-        description="ProcTHOR house JSON (rooms, objects with children, doors; AI2-THOR frame)",
-        reference="path to a ProcTHOR house .json file",
-        load=load,
-    )
+SOURCE = SceneSource(
+    name="procthor",
+    description="ProcTHOR house JSON (rooms, objects with children, doors; AI2-THOR frame)",
+    reference="path to a ProcTHOR house .json file",
+    load=load,
 )

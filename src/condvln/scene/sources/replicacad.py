@@ -63,7 +63,7 @@ from condvln.io import inside, parse_json, read_bytes, read_json
 from condvln.scene.catalogue import load_catalogue
 from condvln.scene.labels import normalize_category, normalize_room_type
 from condvln.scene.model import AABB, Room, Scene, SceneObject, Vec3
-from condvln.scene.sources import SceneSource, register
+from condvln.scene.sources import SceneSource
 from condvln.scene.sources._geometry import counter_clockwise, enclosing_room, openings
 from condvln.scene.sources.procthor import as_list, as_mapping, as_number, as_text
 
@@ -625,11 +625,9 @@ def _load(path: Path, semantic: Path | None) -> Scene:
     return Scene(f"replicacad/{name}", "replicacad", tuple(rooms), tuple(openings(rooms)), metadata)
 
 
-register(
-    SceneSource(
-        name="replicacad",
-        description="habitat-sim scene instances (ReplicaCAD): objects, glTF sizes, optional regions",
-        reference="path of a *.scene_instance.json (+ semantic config / object configs nearby)",
-        load=load,
-    )
+SOURCE = SceneSource(
+    name="replicacad",
+    description="habitat-sim scene instances (ReplicaCAD): objects, glTF sizes, optional regions",
+    reference="path of a *.scene_instance.json (+ semantic config / object configs nearby)",
+    load=load,
 )
