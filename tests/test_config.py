@@ -12,11 +12,11 @@ import orjson
 import pytest
 import yaml
 
+from condvln.agents.runner.options import RunOptions as RunSettings
 from condvln.config import (
     SETTINGS,
     BenchmarkSettings,
     EvaluateSettings,
-    RunSettings,
     read_config_file,
     resolve,
 )

@@ -3,7 +3,8 @@
 Each configurable command has one settings model whose fields are the library's own models
 (:class:`~condvln.dataset.generate.GenerateConfig`, :class:`~condvln.graph.RelationConfig`,
 :class:`~condvln.sim.protocol.ObservationProtocol`,
-:class:`~condvln.evaluation.metrics.MetricOptions`), so a field added to one of them is a
+:class:`~condvln.evaluation.metrics.MetricOptions`) — ``condvln run`` uses the runner's own
+:class:`~condvln.agents.runner.options.RunOptions` whole — so a field added to one of them is a
 configuration key at once: in files, in overrides, in ``condvln config`` and in the errors.
 
 Layers, later ones winning: the model defaults, a ``base`` (e.g. the benchmark's small dataset),
@@ -41,6 +42,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field
 
+from condvln.agents.runner.options import RunOptions
 from condvln.benchmark import ITHOR_SMALL, SMALL
 from condvln.dataset.generate import GenerateConfig
 from condvln.errors import ConfigError
@@ -50,24 +52,6 @@ from condvln.sim.protocol import ObservationProtocol
 M = TypeVar("M", bound=BaseModel)
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-
-
-class RunSettings(BaseModel):
-    """Tunables of ``condvln run`` (the agent, dataset and output folder are options).
-
-    Attributes:
-        split: Split to run.
-        limit: Run only the first N episodes (``null``: all).
-        seed: Seed of agents and perception noise.
-        protocol: The observation protocol (field of view, view range, noise, map access, …).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    split: str = "val_unseen"
-    limit: int | None = Field(None, ge=1)
-    seed: int = Field(0, ge=0)
-    protocol: ObservationProtocol = ObservationProtocol()
 
 
 class EvaluateSettings(BaseModel):
@@ -124,7 +108,7 @@ class BenchmarkSettings(BaseModel):
 
 SETTINGS: dict[str, type[BaseModel]] = {
     "generate": GenerateConfig,
-    "run": RunSettings,
+    "run": RunOptions,
     "evaluate": EvaluateSettings,
     "benchmark": BenchmarkSettings,
 }

@@ -1,5 +1,8 @@
 """``condvln merge``: join the folders of ``--shard i/N`` runs or evaluations into one.
 
+It sits above both the runner and the evaluation (the low-level ``--shard`` selection is
+:mod:`condvln.parallel.shards`).
+
 Checks before anything is written: every shard ``0..N-1`` present exactly once, each shard
 complete (as many episodes as its manifest lists), no episode in two shards, the union equal to
 the whole split, and the manifests agreeing on what was run — for runs the dataset hash, agent
@@ -25,10 +28,10 @@ from condvln.agents.run import (
     MANIFEST,
     PREDICTIONS,
     TRAJECTORIES,
-    _id_key,
     predictions,
     read_trajectories,
 )
+from condvln.agents.runner.episodes import id_key
 from condvln.errors import ConfigError, FormatError
 from condvln.evaluation.evaluate import _write_outputs, metrics_and_tables, record_counts
 from condvln.evaluation.metrics import MetricOptions
@@ -162,7 +165,7 @@ def _merge_runs(shards: list[_Shard], out: Path, overwrite: bool) -> int:
             )
         parts.append((shard, list(latest.values())))
     _unique_ids([(s, [r["episode_id"] for r in recs]) for s, recs in parts], shards[0].of_episodes)
-    records = sorted((r for _, recs in parts for r in recs), key=lambda r: _id_key(r["episode_id"]))
+    records = sorted((r for _, recs in parts for r in recs), key=lambda r: id_key(r["episode_id"]))
     manifest = {k: v for k, v in shards[0].manifest.items() if k != "shard"}
     manifest["episodes"] = len(records)
     with atomic_directory(out, replace=overwrite) as tmp:

@@ -14,8 +14,8 @@ from condvln.cli import app
 from condvln.errors import ConfigError
 from condvln.evaluation.evaluate import evaluate_run
 from condvln.io import dumps_json, read_json
+from condvln.merge import merge_shards
 from condvln.parallel import Shard, parse_shard
-from condvln.parallel.merge import merge_shards
 
 RUN_FILES = ("trajectories.jsonl", "predictions.json")
 

@@ -26,11 +26,12 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from condvln.agents.base import is_batched, is_remote, load_agent
+from condvln.agents.base import is_batched, is_remote
+from condvln.agents.loader import load_agent
 from condvln.agents.run import EpisodeSpec, EpisodeWorker, WorkerConfig, episode_specs
 from condvln.errors import CondVLNError
 from condvln.sim.protocol import parse_protocol
@@ -186,15 +187,13 @@ def _checks(
     seed: int,
     step_timeout: float,
 ) -> list[Check]:
-    checks: list[Check] = []
     try:
         agent = load_agent(spec, args)
     except CondVLNError as exc:
         return [Check("loads", "FAIL", str(exc))]
     except Exception as exc:
         return [Check("loads", "FAIL", f"constructor raised {type(exc).__name__}: {exc}")]
-    checks.append(Check("loads", "ok", f"{spec} → {type(agent).__qualname__}"))
-    checks.append(_interface(agent))
+    checks = [Check("loads", "ok", f"{spec} → {type(agent).__qualname__}"), _interface(agent)]
     if checks[-1].level == "FAIL":
         return checks
     source = getattr(agent, "instruction_source", "original")
@@ -203,21 +202,25 @@ def _checks(
     remote = is_remote(spec)
     watched = agent if remote else _Watched(agent, root)
     first = _run(watched, config, specs)
+    checks += _episode_checks(first, len(specs))
+    checks += _repeat_checks(first, watched, config, specs, is_batched(agent))
+    checks.append(_label_check(remote))
+    return checks
+
+
+def _episode_checks(first: dict[str, dict[str, Any]], total: int) -> list[Check]:
+    """Whether the episodes ran, the actions were valid and the agent ever stopped."""
     failed = {k: r for k, r in first.items() if r["status"] != "ok"}
     invalid = {k: r for k, r in failed.items() if r["status"] == "invalid_action"}
     other = {k: r for k, r in failed.items() if r["status"] != "invalid_action"}
+    checks = []
     if other:
         k, r = next(iter(other.items()))
-        checks.append(
-            Check(
-                "episodes",
-                "FAIL",
-                f"{len(other)} of {len(specs)} failed; episode {k}: {r['status']}: {r['reason']}",
-            )
-        )
+        detail = f"{len(other)} of {total} failed; episode {k}: {r['status']}: {r['reason']}"
+        checks.append(Check("episodes", "FAIL", detail))
     else:
         steps = sum(r["steps"] for r in first.values())
-        checks.append(Check("episodes", "ok", f"{len(specs)} episodes, {steps} steps"))
+        checks.append(Check("episodes", "ok", f"{total} episodes, {steps} steps"))
     if invalid:
         k, r = next(iter(invalid.items()))
         checks.append(Check("actions", "FAIL", f"episode {k}: {r['reason']}"))
@@ -225,14 +228,26 @@ def _checks(
         checks.append(Check("actions", "ok", "every action is an int in 0..3"))
     stops = sum(bool(r["stop"]) for r in first.values())
     checks.append(
-        Check("stops", "ok", f"STOP called in {stops} of {len(specs)} episodes")
+        Check("stops", "ok", f"STOP called in {stops} of {total} episodes")
         if stops
         else Check("stops", "warn", "never called STOP: every episode ran out of budget")
     )
-    fresh = _run(load_agent(spec, args), config, specs)
+    return checks
+
+
+def _repeat_checks(
+    first: dict[str, dict[str, Any]],
+    watched: Any,
+    config: WorkerConfig,
+    specs: list[EpisodeSpec],
+    batched: bool,
+) -> list[Check]:
+    """Whether a new instance, a second pass and (batched agents) a lockstep batch repeat
+    every action of the first pass."""
+    fresh = _run(load_agent(config.agent, config.agent_args), config, specs)
     again = _run(watched, config, specs)
     differ = sorted(set(_same(first, fresh)) | set(_same(first, again)))
-    checks.append(
+    checks = [
         Check(
             "deterministic",
             "FAIL",
@@ -240,27 +255,27 @@ def _checks(
         )
         if differ
         else Check("deterministic", "ok", "a new instance and a second pass repeat every action")
-    )
-    if is_batched(agent):
-        batch = WorkerConfig(spec, args, root, parse_protocol(None), seed, len(specs), step_timeout)
-        lockstep = _run(load_agent(spec, args), batch, specs)
+    ]
+    if batched:
+        batch = replace(config, batch_size=len(specs))
+        lockstep = _run(load_agent(config.agent, config.agent_args), batch, specs)
         differ = _same(first, lockstep)
         checks.append(
             Check("batched", "FAIL", f"lockstep actions differ in episodes {', '.join(differ)}")
             if differ
             else Check("batched", "ok", f"a lockstep batch of {len(specs)} repeats every action")
         )
-    if remote:
-        checks.append(Check("no labels", "skip", "remote agent: file access is not observable"))
-    elif _OPENED:
-        checks.append(
-            Check(
-                "no labels",
-                "FAIL",
-                f"the agent opened {_OPENED[0]} (dataset files hold the labels)",
-            )
-        )
-        _OPENED.clear()
-    else:
-        checks.append(Check("no labels", "ok", "opened nothing in the dataset folder"))
     return checks
+
+
+def _label_check(remote: bool) -> Check:
+    """Whether the agent opened a file of the dataset folder (not observable over HTTP)."""
+    if remote:
+        return Check("no labels", "skip", "remote agent: file access is not observable")
+    if _OPENED:
+        opened = _OPENED[0]
+        _OPENED.clear()
+        return Check(
+            "no labels", "FAIL", f"the agent opened {opened} (dataset files hold the labels)"
+        )
+    return Check("no labels", "ok", "opened nothing in the dataset folder")

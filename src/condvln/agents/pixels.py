@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import ndimage
 
-from condvln.agents.base import AGENTS, EpisodeView
+from condvln.agents.base import EpisodeView
 from condvln.agents.baselines import NeurosymbolicAgent
 from condvln.agents.skills import Memory, Remembered
 from condvln.errors import ConfigError
@@ -127,6 +127,24 @@ def pixel_detections(
         semantic-id order. Pixels at or beyond the depth range (clipped) are not used.
     """
     noise = noise or PixelNoise()
+    ids, points = _object_points(depth, semantic, camera, position, yaw, table, noise, rng)
+    if ids.size == 0:
+        return []
+    order = np.argsort(ids, kind="stable")
+    return _instances(ids[order], points[order], table, noise, rng)
+
+
+def _object_points(
+    depth: np.ndarray,
+    semantic: np.ndarray,
+    camera: DepthConfig,
+    position: Vec3,
+    yaw: float,
+    table: SemanticTable,
+    noise: PixelNoise,
+    rng: np.random.Generator | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Semantic ids and world points of the usable object pixels (depth noise applied)."""
     labels = semantic.reshape(camera.height, camera.width)
     metres = camera.metres(depth.reshape(camera.height, camera.width).astype(np.float64))
     is_object = np.array([kind == "object" for kind in table.kinds], dtype=bool)
@@ -135,17 +153,24 @@ def pixel_detections(
     keep &= _eroded(labels, noise.erosion)
     flat = np.flatnonzero(keep)
     if flat.size == 0:
-        return []
+        return flat, np.zeros((0, 3))
     z = metres.ravel()[flat]
     if noise.depth_noise > 0:
         assert rng is not None
         z = z * (1.0 + noise.depth_noise * rng.standard_normal(z.size))
     origin = camera_origin(position, yaw, camera)
     rays = camera_rays(camera.width, camera.height, camera.hfov)[flat]
-    points = origin + rotate_yaw(rays * z[:, None], yaw)
-    ids = labels.ravel()[flat]
-    order = np.argsort(ids, kind="stable")
-    ids, points = ids[order], points[order]
+    return labels.ravel()[flat], origin + rotate_yaw(rays * z[:, None], yaw)
+
+
+def _instances(
+    ids: np.ndarray,
+    points: np.ndarray,
+    table: SemanticTable,
+    noise: PixelNoise,
+    rng: np.random.Generator | None,
+) -> list[PixelDetection]:
+    """One detection per run of equal ``ids`` (sorted) with enough pixels; labels confused."""
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     counts = np.diff(np.r_[starts, ids.size])
     lows = np.minimum.reduceat(points, starts, axis=0)
@@ -275,16 +300,10 @@ PIXEL_PROTOCOL = {"sensors": ["depth", "semantic"], "detections": False}
 """The observation protocol of the pixel agent's benchmark rows (no symbolic detections)."""
 
 
-def _register() -> None:
-    for name, factory in (
-        ("neurosymbolic_pixels", PixelNeurosymbolicAgent),
-        ("neurosymbolic_pixels_noisy", lambda: PixelNeurosymbolicAgent(NOISY)),
-    ):
-        if name not in AGENTS:
-            AGENTS.add(name, factory)
+def noisy_pixel_agent() -> PixelNeurosymbolicAgent:
+    """``neurosymbolic_pixels_noisy``: the pixel agent with :data:`NOISY` pixel noise."""
+    return PixelNeurosymbolicAgent(NOISY)
 
-
-_register()
 
 __all__ = [
     "NOISY",
@@ -293,5 +312,6 @@ __all__ = [
     "PixelMemory",
     "PixelNeurosymbolicAgent",
     "PixelNoise",
+    "noisy_pixel_agent",
     "pixel_detections",
 ]

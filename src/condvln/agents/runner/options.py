@@ -1,0 +1,75 @@
+"""How a run runs: :class:`RunOptions`, the one settings model of ``condvln run``.
+
+The same model is what ``run_agent`` takes and what ``condvln run --config FILE KEY=VALUE``
+validates (:data:`condvln.config.SETTINGS`), so a field added here is at once a keyword of
+``run_agent``, a key of config files and overrides, and a line of ``condvln config run``.
+
+>>> RunOptions(limit=8, protocol={"panoramic": True}).protocol.panoramic
+True
+>>> RunOptions(video_format="avi")
+Traceback (most recent call last):
+...
+condvln.errors.ConfigError: video format must be 'mp4' or 'gif', got 'avi'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from condvln.errors import ConfigError
+from condvln.sim.protocol import ObservationProtocol
+
+VIDEO_FORMATS = ("mp4", "gif")
+
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``, called after each finished (or skipped) episode."""
+
+
+def check_video_format(video_format: str) -> str:
+    """``video_format`` if it is one of :data:`VIDEO_FORMATS`, else a :class:`ConfigError`."""
+    if video_format not in VIDEO_FORMATS:
+        raise ConfigError(f"video format must be 'mp4' or 'gif', got {video_format!r}")
+    return video_format
+
+
+class RunOptions(BaseModel):
+    """Settings of a run (the agent, dataset and output folder are arguments of their own).
+
+    Attributes:
+        split: Split to run.
+        limit: Run only the first N episodes of the split (``null``: all).
+        seed: Run seed; each episode's seeds derive from ``(seed, episode_id)``.
+        protocol: The observation protocol (field of view, view range, noise, map access, …).
+        agent_args: Keyword arguments of the agent's constructor (of the HTTP client for a URL:
+            ``connect_timeout``, ``read_timeout``, ``max_response_bytes``).
+        batch_size: Episodes each worker steps in lockstep with one ``act_batch`` call (agents
+            without ``act_batch`` run one at a time).
+        step_timeout: Seconds one ``reset`` / ``act`` / ``act_batch`` call may take (``null``: no
+            limit); a slower call ends its episode with status ``timeout``.
+        fail_fast: Stop at the first episode the agent fails.
+        resume: Skip the episodes the run folder already finished; ``false`` starts over.
+        videos: Write a video of each of the first N episodes into ``videos/``.
+        video_format: ``mp4`` or ``gif``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    split: str = "val_unseen"
+    limit: int | None = Field(None, ge=1)
+    seed: int = Field(0, ge=0)
+    protocol: ObservationProtocol = ObservationProtocol()
+    agent_args: dict[str, Any] = {}
+    batch_size: int = Field(1, ge=1)
+    step_timeout: float | None = Field(None, gt=0)
+    fail_fast: bool = False
+    resume: bool = True
+    videos: int = Field(0, ge=0)
+    video_format: str = Field("mp4", json_schema_extra={"enum": list(VIDEO_FORMATS)})
+
+    @field_validator("video_format")
+    @classmethod
+    def _known_video_format(cls, value: str) -> str:
+        return check_video_format(value)

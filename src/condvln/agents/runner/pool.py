@@ -1,0 +1,137 @@
+"""The worker pool: episode workers in this process, in local processes or as Ray actors.
+
+Each worker builds its agent once (:class:`~condvln.agents.runner.loop.EpisodeWorker`); tasks
+are chunks of one scene's episodes (``CHUNK × batch`` in scene order for batched agents), so a
+worker loads a scene and builds its navigator once. Records come back as episodes finish (pool
+workers send each one at once), and the caller sorts them; a dead worker process ends the run
+with every finished episode kept.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from condvln.agents.runner.episodes import EpisodeSpec, id_key
+from condvln.agents.runner.loop import EpisodeWorker, WorkerConfig
+from condvln.errors import ConfigError
+from condvln.parallel.executors import Executor, actor_map, follow_cwd
+
+CHUNK = 8
+"""Episodes per parallel task (all of one scene)."""
+
+_WORKER: EpisodeWorker | ConfigError | None = None
+_RECORDS: Any = None
+"""The pool worker's agent (created once by :func:`_init_pool_worker`) and its record queue."""
+
+
+def _make_worker(config: WorkerConfig) -> EpisodeWorker | ConfigError:
+    """A worker, or the error its agent raised at start (reported when it gets a task)."""
+    try:
+        return EpisodeWorker(config)
+    except ConfigError as exc:
+        return exc
+    except Exception as exc:
+        return ConfigError(f"agent {config.agent!r} failed to start: {type(exc).__name__}: {exc}")
+
+
+def _init_pool_worker(config: WorkerConfig, records: Any) -> None:
+    global _WORKER, _RECORDS
+    _RECORDS = records
+    _WORKER = _make_worker(config)
+
+
+def _pool_task(specs: list[EpisodeSpec]) -> None:
+    """Run a task in a pool worker; each record goes to the queue as soon as it is finished."""
+    if not isinstance(_WORKER, EpisodeWorker):
+        raise _WORKER or ConfigError("worker not initialised")
+    for record in _WORKER.run(specs):
+        _RECORDS.put(record)
+
+
+class RayEpisodeWorker:
+    """The state of one Ray actor: an :class:`EpisodeWorker` built once, fed whole tasks."""
+
+    def __init__(self, config: WorkerConfig, cwd: str) -> None:
+        follow_cwd(cwd)  # relative agent paths mean what they mean to the caller
+        self.worker = _make_worker(config)
+
+    def run_task(self, specs: list[EpisodeSpec]) -> list[dict[str, Any]]:
+        """The records of one task's episodes."""
+        if isinstance(self.worker, ConfigError):
+            raise self.worker
+        return list(self.worker.run(specs))
+
+
+def _tasks(specs: Iterable[EpisodeSpec], batch: int) -> list[list[EpisodeSpec]]:
+    """Pool tasks: chunks of one scene (``CHUNK`` episodes), or ``CHUNK × batch`` in scene order."""
+    ordered = sorted(specs, key=lambda s: (s.scene_id, id_key(s.episode_id)))
+    if batch > 1:
+        size = CHUNK * batch
+        return [ordered[i : i + size] for i in range(0, len(ordered), size)]
+    chunks = []
+    for _, group in itertools.groupby(ordered, key=lambda s: s.scene_id):
+        items = list(group)
+        chunks.extend(items[i : i + CHUNK] for i in range(0, len(items), CHUNK))
+    return chunks
+
+
+def execute(
+    specs: list[EpisodeSpec], executor: Executor, config: WorkerConfig, agent: Any
+) -> Iterator[dict[str, Any]]:
+    """Records of every episode as they finish (one agent per worker, created once)."""
+    workers = executor.workers
+    if executor.kind == "ray":
+        tasks = _tasks(specs, config.batch_size)
+        for records in actor_map(
+            RayEpisodeWorker, (config, os.getcwd()), "run_task", tasks, executor
+        ):
+            yield from records
+        return
+    if workers <= 1:
+        ordered = sorted(specs, key=lambda s: (s.scene_id, id_key(s.episode_id)))
+        yield from EpisodeWorker(config, agent).run(ordered)
+        return
+    yield from _execute_pool(specs, workers, config)
+
+
+def _execute_pool(
+    specs: list[EpisodeSpec], workers: int, config: WorkerConfig
+) -> Iterator[dict[str, Any]]:
+    context = multiprocessing.get_context()
+    records = context.SimpleQueue()
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=_init_pool_worker,
+        initargs=(config, records),
+    )
+    pending = {pool.submit(_pool_task, task) for task in _tasks(specs, config.batch_size)}
+    try:
+        while pending or not records.empty():
+            while not records.empty():
+                yield records.get()
+            done, pending = wait(pending, timeout=0.05, return_when=FIRST_COMPLETED)
+            for future in done:
+                try:
+                    future.result()
+                except BrokenProcessPool:
+                    while not records.empty():
+                        yield records.get()
+                    raise ConfigError(
+                        "a worker process died (killed, or the agent ended the process); "
+                        "every finished episode is kept: run the same command again to resume"
+                    ) from None
+    finally:
+        for future in pending:
+            future.cancel()
+        while any(not f.done() for f in pending):
+            while not records.empty():
+                records.get()
+            wait(pending, timeout=0.05)
+        pool.shutdown(wait=True)
