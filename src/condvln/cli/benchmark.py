@@ -1,0 +1,141 @@
+"""The main job and its settings: ``condvln benchmark`` and ``condvln config``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from condvln.cli.common import (
+    AgentArgOption,
+    AgentResourcesOption,
+    ConfigOption,
+    ExecutorOption,
+    MultiProgress,
+    OverridesArgument,
+    QuietOption,
+    RayAddressOption,
+    WorkersOption,
+    console,
+    executor_of,
+    settings,
+)
+
+app = typer.Typer()
+
+ResultsOption = Annotated[Path, typer.Option("--out", "-o", help="Results folder.")]
+FullOption = Annotated[bool, typer.Option(help="Paper-scale dataset (≥ 11,500 episodes).")]
+HousesOption = Annotated[
+    int | None, typer.Option(help="Procedural houses (default 80; 200 with --full).")
+]
+PerHouseOption = Annotated[
+    int | None,
+    typer.Option(help="Instructions sampled per house (default 50; 75 with --full)."),
+]
+ScoredSplitOption = Annotated[str, typer.Option(help="Split the agents are scored on.")]
+IthorOption = Annotated[
+    bool,
+    typer.Option(help="Add the AI2-THOR group: the 120 iTHOR rooms (0.5 m success radius)."),
+]
+IthorRoomsOption = Annotated[
+    int | None,
+    typer.Option(min=1, max=120, help="Use the first N iTHOR rooms (types in turn)."),
+]
+PixelsOption = Annotated[
+    bool,
+    typer.Option(help="Add the pixel-perception rows (always on with --full; slow)."),
+]
+ExtraAgentOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--agent",
+        help="Also run this agent (module:Class, file.py:Class or http://HOST:PORT; repeatable).",
+    ),
+]
+
+BENCHMARK_KEYS = {
+    "scenes": "dataset.scenes",
+    "per_scene": "dataset.per_scene",
+    "split": "split",
+    "ithor_rooms": "ithor.scenes",
+}
+"""``condvln benchmark`` options → keys of :class:`~condvln.config.BenchmarkSettings`."""
+
+
+@app.command("benchmark")
+def benchmark_command(
+    ctx: typer.Context,
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
+    out: ResultsOption = Path("results/benchmark"),
+    full: FullOption = False,
+    scenes: HousesOption = None,
+    per_scene: PerHouseOption = None,
+    split: ScoredSplitOption = "val_unseen",
+    ithor: IthorOption = True,
+    ithor_rooms: IthorRoomsOption = None,
+    pixels: PixelsOption = False,
+    agent: ExtraAgentOption = None,
+    agent_arg: AgentArgOption = None,
+    workers: WorkersOption = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    agent_resources: AgentResourcesOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """The main job: generate (or reuse) data, run every baseline, evaluate, print the tables."""
+    from condvln.benchmark import ITHOR_FULL, run_benchmark
+    from condvln.dataset.generate import GenerateConfig
+
+    base = {"dataset": GenerateConfig(), "ithor": ITHOR_FULL} if full else None
+    s = settings(ctx, "benchmark", config_file, overrides, BENCHMARK_KEYS, base=base)
+    with MultiProgress(quiet) as bars:
+        outcome = run_benchmark(
+            out,
+            config=s.dataset,
+            ithor=s.ithor if ithor else None,
+            split=s.split,
+            workers=executor_of(executor, workers, ray_address, agent_resources),
+            runs=_runs(s, full or pixels, agent or [], agent_arg or []),
+            protocol=s.protocol.model_dump(),
+            options=s.metrics,
+            progress=bars.add,
+        )
+    from condvln.evaluation.tables import coverage_terminal, terminal_tables
+
+    for part in terminal_tables(outcome["tables"]["table2"], outcome["tables"]["table3"]):
+        console.print(part)
+    console.print(coverage_terminal(outcome["tables"]["coverage"]))
+    console.print(f"wrote {out}: per-run results in runs/ and eval/, report.html")
+
+
+def _runs(s: Any, pixels: bool, agents: list[str], agent_args: list[str]) -> tuple[Any, ...]:
+    """The benchmark's runs: the baselines (+ pixel rows) and the user's agents."""
+    from condvln.agents.loader import parse_agent_args
+    from condvln.benchmark import PIXEL_RUNS, benchmark_runs, user_runs
+
+    return (
+        benchmark_runs(s.noise.model_dump())
+        + (PIXEL_RUNS if pixels else ())
+        + user_runs(agents, parse_agent_args(agent_args))
+    )
+
+
+@app.command("config")
+def config_command(
+    command: Annotated[str, typer.Argument(help="generate, run, evaluate or benchmark.")],
+    overrides: OverridesArgument = None,
+    config_file: ConfigOption = None,
+) -> None:
+    """Print a command's settings as YAML: the defaults, or the effective ones for a
+    --config file and overrides (a starting point for your own file)."""
+    from condvln.config import SETTINGS, defaults_yaml, resolve
+    from condvln.registry import Registry
+
+    commands: Registry[type] = Registry("configurable command")
+    for name, model in SETTINGS.items():
+        commands.add(name, model)
+    model = commands.get(command)
+    effective = resolve(model, config_file=config_file, overrides=overrides or ())
+    print(defaults_yaml(model, effective), end="")
