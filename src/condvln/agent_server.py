@@ -182,7 +182,7 @@ class ClientError(Exception):
     """A request the server refuses (HTTP 4xx)."""
 
 
-def make_handler(service):
+def make_handler(service):  # long: the handler class closes over service; its methods are short
     """A request handler class bound to ``service``."""
 
     class Handler(BaseHTTPRequestHandler):

@@ -256,53 +256,97 @@ def _benchmark(
     options: MetricOptions,
     progress: Progress | None,
 ) -> dict[str, Any]:
-    from condvln.agents.run import run_agent
-    from condvln.evaluation.evaluate import evaluate_run, fidelity_note
-    from condvln.evaluation.tables import coverage_table, table2, table3
-    from condvln.program.ast import CATEGORIES
-    from condvln.report.html import write_report
-    from condvln.synth.sampler import COMPOSITIONS
-
     datasets = [_group_dataset(g, split, executor, progress) for g in groups]
     records: dict[str, list[dict[str, Any]]] = {spec.name: [] for spec in runs}
     summaries: dict[str, dict[str, Any]] = {g.name: {} for g in groups}
     notes: dict[str, str] = {}  # per group: how nDTW was computed (the same for every run)
+    context = _RunContext(out, split, executor, protocol, options, progress)
     for spec in runs:
         for group, (dataset, _) in zip(groups, datasets, strict=True):
-            run_dir = group.folder / "runs" / spec.name
-            label = spec.name if group.folder == out else f"{spec.name} ({group.name})"
-            summary = run_agent(
-                spec.agent,
-                dataset,
-                split,
-                run_dir,
-                agent_args=spec.agent_args,
-                protocol={**(protocol or {}), **spec.protocol},
-                executor=executor,
-                progress=_episode_progress(progress, f"run {label}"),
-            )
-            result = evaluate_run(
-                dataset,
-                run_dir / "trajectories.jsonl",
-                group.folder / "eval" / spec.name,
-                split=split,
-                options=options,
-                run_name=spec.name,
-                executor=executor,
-            )
+            result, summary, notes[group.name] = _run_and_score(spec, group, dataset, context)
             records[spec.name] += result["records"]
-            summaries[group.name][spec.name] = {
-                "agent": spec.agent,
-                "agent_args": spec.agent_args,
-                "protocol": spec.protocol,
-                "agent_failures": summary.failures,
-                "episodes": summary.episodes,
-                "seconds": round(summary.seconds, 2),
-                "metrics": {k: v.get("mean") for k, v in result["metrics"]["metrics"].items()},
-                "failure_categories": result["metrics"].get("failure_categories"),
-                "fidelity": result["metrics"]["fidelity"],
-            }
-            notes[group.name] = fidelity_note(result["metrics"]["fidelity"])
+            summaries[group.name][spec.name] = summary
+    tables = _write_tables(out, groups, datasets, runs, records, notes)
+    common = {
+        "condvln_version": __version__,
+        "split": split,
+        "protocol": dict(protocol or {}),
+        "metric_options": dataclasses.asdict(options),
+        "provenance": provenance(),
+    }
+    results = _write_results(out, groups, datasets, summaries, common, progress)
+    return {"results": results, "tables": tables, "records": records}
+
+
+@dataclass(frozen=True)
+class _RunContext:
+    """What every run of a benchmark shares."""
+
+    out: Path
+    split: str
+    executor: Executor
+    protocol: Mapping[str, Any] | None
+    options: MetricOptions
+    progress: Progress | None
+
+
+def _run_and_score(
+    spec: RunSpec, group: Group, dataset: Path, ctx: _RunContext
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """Run one row on one group's dataset and score it: the evaluation, the run's summary and
+    how nDTW was computed."""
+    from condvln.agents.run import run_agent
+    from condvln.evaluation.evaluate import evaluate_run, fidelity_note
+
+    run_dir = group.folder / "runs" / spec.name
+    label = spec.name if group.folder == ctx.out else f"{spec.name} ({group.name})"
+    summary = run_agent(
+        spec.agent,
+        dataset,
+        ctx.split,
+        run_dir,
+        agent_args=spec.agent_args,
+        protocol={**(ctx.protocol or {}), **spec.protocol},
+        executor=ctx.executor,
+        progress=_episode_progress(ctx.progress, f"run {label}"),
+    )
+    result = evaluate_run(
+        dataset,
+        run_dir / "trajectories.jsonl",
+        group.folder / "eval" / spec.name,
+        split=ctx.split,
+        options=ctx.options,
+        run_name=spec.name,
+        executor=ctx.executor,
+    )
+    metrics = result["metrics"]
+    summary_row = {
+        "agent": spec.agent,
+        "agent_args": spec.agent_args,
+        "protocol": spec.protocol,
+        "agent_failures": summary.failures,
+        "episodes": summary.episodes,
+        "seconds": round(summary.seconds, 2),
+        "metrics": {k: v.get("mean") for k, v in metrics["metrics"].items()},
+        "failure_categories": metrics.get("failure_categories"),
+        "fidelity": metrics["fidelity"],
+    }
+    return result, summary_row, fidelity_note(metrics["fidelity"])
+
+
+def _write_tables(
+    out: Path,
+    groups: list[Group],
+    datasets: list[tuple[Path, list[float]]],
+    runs: tuple[RunSpec, ...],
+    records: dict[str, list[dict[str, Any]]],
+    notes: dict[str, str],
+) -> dict[str, Any]:
+    """Tables 2 and 3 and the coverage table, written as Markdown and CSV."""
+    from condvln.evaluation.tables import coverage_table, table2, table3
+    from condvln.program.ast import CATEGORIES
+    from condvln.synth.sampler import COMPOSITIONS
+
     scored = records[runs[0].name] if runs else []  # every run scores the same episodes
     note = next(iter(notes.values()), "")
     if len(groups) > 1:
@@ -319,13 +363,20 @@ def _benchmark(
     for name, table in tables.items():
         atomic_write_bytes(out / f"{name}.md", table.to_markdown().encode())
         atomic_write_bytes(out / f"{name}.csv", table.to_csv().encode())
-    common = {
-        "condvln_version": __version__,
-        "split": split,
-        "protocol": dict(protocol or {}),
-        "metric_options": dataclasses.asdict(options),
-        "provenance": provenance(),
-    }
+    return tables
+
+
+def _write_results(
+    out: Path,
+    groups: list[Group],
+    datasets: list[tuple[Path, list[float]]],
+    summaries: dict[str, dict[str, Any]],
+    common: dict[str, Any],
+    progress: Progress | None,
+) -> dict[str, Any]:
+    """``results.json`` and the HTML report, of the benchmark and of each other group."""
+    from condvln.report.html import write_report
+
     results = {
         **common,
         "dataset": str(datasets[0][0]),
@@ -358,4 +409,4 @@ def _benchmark(
         results["groups"][group.name] = described
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))
     write_report(out, out / "report.html", progress=progress)
-    return {"results": results, "tables": tables, "records": records}
+    return results

@@ -110,7 +110,7 @@ def step_budget(
     return math.ceil(factor * longest / FORWARD_STEP) + per_target * most_targets
 
 
-def build_episode(
+def build_episode(  # long: the episode is one literal of its VLN-CE and condvln fields
     inst: Instance,
     nav: GridNavigator,
     rng: np.random.Generator,
