@@ -1,4 +1,5 @@
-"""The README's "Bring your own agent" and configuration examples, run as written."""
+"""The README's "Bring your own agent", "Writing a plugin" and configuration examples, run as
+written."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import orjson
@@ -115,3 +117,59 @@ def test_every_override_in_the_examples_is_a_valid_key(tmp_path: Path) -> None:
             for part in key.split("."):
                 node = node[part]
             assert node == yaml.safe_load(value), item
+
+
+def _install(project: dict, module: str, site: Path) -> None:
+    """What ``pip install .`` of the README's plugin leaves in site-packages: the module and a
+    ``*.dist-info`` folder with its metadata and entry points (what importlib.metadata reads)."""
+    modules = {
+        ref.split(":")[0] for group in project["entry-points"].values() for ref in group.values()
+    }
+    (name,) = modules
+    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir(parents=True)
+    (site / f"{name}.py").write_text(module)
+    metadata = f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+    (info / "METADATA").write_text(metadata)
+    (info / "entry_points.txt").write_text(
+        "\n".join(
+            f"[{group}]\n" + "".join(f"{key} = {ref}\n" for key, ref in refs.items())
+            for group, refs in project["entry-points"].items()
+        )
+    )
+
+
+def test_writing_a_plugin_lists_and_runs_it_by_name(dataset: Path, tmp_path: Path) -> None:
+    section = _section("Writing a plugin")
+    (toml,) = _blocks(section, "toml")
+    (module,) = _blocks(section, "python")
+    (bash,) = _blocks(section, "bash")
+    assert re.search(r"^pip install \.", bash, flags=re.M)
+    project = tomllib.loads(toml)["project"]
+    _install(project, module, tmp_path / "site")
+    (tmp_path / "data").symlink_to(dataset.parent)
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(src)])}
+    outputs = []
+    for args in _commands(bash):
+        done = subprocess.run(
+            [sys.executable, "-m", "condvln", *args],
+            cwd=tmp_path,
+            env=env | {"COLUMNS": "200"},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    listed, _, shown = outputs
+    row = next(
+        line.split() for line in listed.splitlines() if line.split()[:1] == ["wall_follower"]
+    )
+    assert row == ["wall_follower", "condvln-wallfollower", "0.1.0", "wallfollower:WallFollower"]
+    manifest = orjson.loads((tmp_path / "runs/wall/manifest.json").read_bytes())
+    assert manifest["agent_class"] == "wallfollower.WallFollower"
+    assert manifest["agent_args"] == {"patience": 40} and manifest["episodes"] > 0
+    runs = [orjson.loads(line) for line in (tmp_path / "runs/wall/trajectories.jsonl").open()]
+    assert all(r["status"] == "ok" and r["stop"] and r["steps"] <= 41 for r in runs)
+    assert "one_room/6 (one_room)" in shown and "36.0" in shown

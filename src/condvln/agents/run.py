@@ -18,7 +18,8 @@ and records every episode. A run folder holds::
 This module ties the runner's parts together and is its public face; each part is a module of
 :mod:`condvln.agents.runner`: the settings (:mod:`~condvln.agents.runner.options`), the split as
 harness specs (:mod:`~condvln.agents.runner.episodes`), the episode loop with one agent per
-worker (:mod:`~condvln.agents.runner.loop`), the worker pool and executor adapter
+worker (:mod:`~condvln.agents.runner.loop`), the run checked and described before it starts
+(:mod:`~condvln.agents.runner.plan`), the worker pool and executor adapter
 (:mod:`~condvln.agents.runner.pool`), fault isolation (:mod:`~condvln.agents.runner.faults`),
 the resume store (:mod:`~condvln.agents.runner.resume`) and recording
 (:mod:`~condvln.agents.runner.record`).
@@ -27,22 +28,20 @@ the resume store (:mod:`~condvln.agents.runner.resume`) and recording
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from condvln import __version__
-from condvln.agents.base import instruction_source, is_batched, is_remote
-from condvln.agents.loader import agent_factory, load_agent
+from condvln.agents.loader import load_agent
 from condvln.agents.runner.episodes import (
     EpisodeSpec,
-    dataset_hash,
     episode_seeds,
     episode_specs,
 )
 from condvln.agents.runner.faults import FAILURES, AgentFault, call_agent, valid_action
 from condvln.agents.runner.loop import EpisodeWorker, WorkerConfig, trajectory_record
 from condvln.agents.runner.options import Progress, RunOptions
+from condvln.agents.runner.plan import Plan, plan_run
 from condvln.agents.runner.pool import execute
 from condvln.agents.runner.record import (
     Tally,
@@ -66,7 +65,6 @@ from condvln.io import output_lock, output_path
 from condvln.options import build
 from condvln.parallel.executors import Executor
 from condvln.parallel.shards import Shard
-from condvln.provenance import provenance
 
 __all__ = [
     "FAILURES",
@@ -125,25 +123,6 @@ class RunSummary:
     batch_size: int = 1
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """A checked run before anything is written.
-
-    Attributes:
-        config: What every worker needs.
-        agent: The agent instance built while describing it (``None`` if none was needed).
-        executor: Where the workers run.
-        specs: The episodes of the run (of its shard).
-        manifest: The run folder's ``manifest.json``.
-    """
-
-    config: WorkerConfig
-    agent: Any
-    executor: Executor
-    specs: list[EpisodeSpec]
-    manifest: dict[str, Any]
-
-
 def run_agent(
     agent_name: str,
     dataset_dir: str | Path,
@@ -188,7 +167,7 @@ def run_agent(
     dataset_dir, out_dir = Path(dataset_dir).resolve(), output_path(out_dir)
     if isinstance(workers, int) and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
-    plan = _plan(agent_name, dataset_dir, opts, executor or Executor(workers=workers), shard)
+    plan = plan_run(agent_name, dataset_dir, opts, executor or Executor(workers=workers), shard)
     tally, ran = _record_run(plan, out_dir, opts.resume, progress)
     if opts.videos > 0:
         specs = plan.specs[: opts.videos]
@@ -197,7 +176,7 @@ def run_agent(
 
 
 def _summary(
-    agent_name: str, out_dir: Path, plan: _Plan, tally: Tally, ran: int, seconds: float
+    agent_name: str, out_dir: Path, plan: Plan, tally: Tally, ran: int, seconds: float
 ) -> RunSummary:
     return RunSummary(
         out_dir=out_dir,
@@ -215,74 +194,8 @@ def _summary(
     )
 
 
-def _plan(
-    agent_name: str, dataset_dir: Path, opts: RunOptions, executor: Executor, shard: Shard | None
-) -> _Plan:
-    """Check the agent and the split, and describe the run (nothing is written yet)."""
-    factory = agent_factory(agent_name)
-    agent, agent_info = _describe_agent(agent_name, factory, opts.agent_args)
-    batched = is_batched(agent if agent is not None else factory)
-    batch_size = opts.batch_size if batched else 1
-    if is_remote(agent_name) and not batched:
-        executor = replace(executor, workers=1)  # a server without act_batch: one episode at a time
-    specs = episode_specs(dataset_dir, opts.split, agent_info["instruction_source"], opts.limit)
-    total = len(specs)
-    specs = shard.select(specs) if shard else specs
-    proto = opts.protocol
-    manifest = {
-        "agent": agent_name,
-        **agent_info,
-        "batch_size": batch_size,
-        "step_timeout": opts.step_timeout,
-        "protocol": proto.model_dump(mode="json"),
-        "protocol_hash": proto.protocol_hash(),
-        "dataset": str(dataset_dir),
-        "dataset_hash": dataset_hash(dataset_dir, opts.split),
-        "split": opts.split,
-        "seed": opts.seed,
-        "seeds": "per episode: numpy SeedSequence([seed, episode_id]) -> (perception, agent)",
-        "episodes": len(specs),
-        "condvln_version": __version__,
-        "provenance": provenance(),
-    }
-    if shard is not None:
-        manifest["shard"] = shard.to_json(total)
-    config = WorkerConfig(
-        agent_name,
-        opts.agent_args,
-        dataset_dir,
-        proto,
-        opts.seed,
-        batch_size,
-        opts.step_timeout,
-        opts.fail_fast,
-    )
-    return _Plan(config, agent, executor, specs, manifest)
-
-
-def _describe_agent(name: str, factory: Any, args: dict[str, Any]) -> tuple[Any, dict]:
-    """An instance when one is needed to learn about the agent, and the manifest's agent fields."""
-    agent = None
-    source = getattr(factory, "instruction_source", None) if isinstance(factory, type) else None
-    if source is None:
-        agent = load_agent(name, args)
-        source = instruction_source(agent)
-    elif source not in ("original", "oracle"):
-        raise ConfigError(
-            f"agent instruction_source must be 'original' or 'oracle', got {source!r}"
-        )
-    module = getattr(factory, "__module__", None)
-    info = {
-        "agent_args": dict(args),
-        "agent_class": None if is_remote(name) else f"{module}.{factory.__qualname__}",
-        "agent_server": getattr(agent, "info", None),
-        "instruction_source": source,
-    }
-    return agent, info
-
-
 def _record_run(
-    plan: _Plan, out_dir: Path, resume: bool, progress: Progress | None
+    plan: Plan, out_dir: Path, resume: bool, progress: Progress | None
 ) -> tuple[Tally, int]:
     """Run the pending episodes into the locked run folder; returns the tally and how many ran.
 
@@ -320,7 +233,7 @@ def _record_run(
     return tally, len(pending)
 
 
-def _local_agent(plan: _Plan) -> Any:
+def _local_agent(plan: Plan) -> Any:
     """The agent of an in-process run (built once); ``None`` when worker processes or Ray
     actors build their own."""
     if plan.executor.workers > 1 or plan.executor.kind == "ray":

@@ -5,6 +5,7 @@
 * :mod:`.episodes` — the split as harness specs, and each episode's seeds;
 * :mod:`.faults` — fault isolation: a failing agent call ends one episode;
 * :mod:`.loop` — the episode loop: one agent per worker, episodes stepped in lockstep;
+* :mod:`.plan` — the agent and the split checked, the run described (manifest) up front;
 * :mod:`.pool` — the worker pool: this process, local processes or Ray actors;
 * :mod:`.resume` — the run folder as a resume store;
 * :mod:`.record` — recording: flushed lines, sorted files, predictions, videos.

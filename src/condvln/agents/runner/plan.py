@@ -1,0 +1,104 @@
+"""Planning a run: check the agent and the split, and describe the run before anything is
+written (the agent's manifest fields, the worker settings, the episodes, the manifest)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from condvln import __version__
+from condvln.agents.base import instruction_source, is_batched, is_remote
+from condvln.agents.loader import agent_factory, load_agent
+from condvln.agents.runner.episodes import EpisodeSpec, dataset_hash, episode_specs
+from condvln.agents.runner.loop import WorkerConfig
+from condvln.agents.runner.options import RunOptions
+from condvln.errors import ConfigError
+from condvln.parallel.executors import Executor
+from condvln.parallel.shards import Shard
+from condvln.provenance import provenance
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A checked run before anything is written.
+
+    Attributes:
+        config: What every worker needs.
+        agent: The agent instance built while describing it (``None`` if none was needed).
+        executor: Where the workers run.
+        specs: The episodes of the run (of its shard).
+        manifest: The run folder's ``manifest.json``.
+    """
+
+    config: WorkerConfig
+    agent: Any
+    executor: Executor
+    specs: list[EpisodeSpec]
+    manifest: dict[str, Any]
+
+
+def plan_run(
+    agent_name: str, dataset_dir: Path, opts: RunOptions, executor: Executor, shard: Shard | None
+) -> Plan:
+    """Check the agent and the split, and describe the run (nothing is written yet)."""
+    factory = agent_factory(agent_name)
+    agent, agent_info = describe_agent(agent_name, factory, opts.agent_args)
+    batched = is_batched(agent if agent is not None else factory)
+    batch_size = opts.batch_size if batched else 1
+    if is_remote(agent_name) and not batched:
+        executor = replace(executor, workers=1)  # a server without act_batch: one episode at a time
+    specs = episode_specs(dataset_dir, opts.split, agent_info["instruction_source"], opts.limit)
+    total = len(specs)
+    specs = shard.select(specs) if shard else specs
+    proto = opts.protocol
+    manifest = {
+        "agent": agent_name,
+        **agent_info,
+        "batch_size": batch_size,
+        "step_timeout": opts.step_timeout,
+        "protocol": proto.model_dump(mode="json"),
+        "protocol_hash": proto.protocol_hash(),
+        "dataset": str(dataset_dir),
+        "dataset_hash": dataset_hash(dataset_dir, opts.split),
+        "split": opts.split,
+        "seed": opts.seed,
+        "seeds": "per episode: numpy SeedSequence([seed, episode_id]) -> (perception, agent)",
+        "episodes": len(specs),
+        "condvln_version": __version__,
+        "provenance": provenance(),
+    }
+    if shard is not None:
+        manifest["shard"] = shard.to_json(total)
+    config = WorkerConfig(
+        agent_name,
+        opts.agent_args,
+        dataset_dir,
+        proto,
+        opts.seed,
+        batch_size,
+        opts.step_timeout,
+        opts.fail_fast,
+    )
+    return Plan(config, agent, executor, specs, manifest)
+
+
+def describe_agent(name: str, factory: Any, args: dict[str, Any]) -> tuple[Any, dict]:
+    """An instance when one is needed to learn about the agent, and the manifest's agent fields."""
+    agent = None
+    source = getattr(factory, "instruction_source", None) if isinstance(factory, type) else None
+    if source is None:
+        agent = load_agent(name, args)
+        source = instruction_source(agent)
+    elif source not in ("original", "oracle"):
+        raise ConfigError(
+            f"agent instruction_source must be 'original' or 'oracle', got {source!r}"
+        )
+    module = getattr(factory, "__module__", None)
+    info = {
+        "agent_args": dict(args),
+        "agent_class": None if is_remote(name) else f"{module}.{factory.__qualname__}",
+        "agent_server": getattr(agent, "info", None),
+        "instruction_source": source,
+    }
+    return agent, info
