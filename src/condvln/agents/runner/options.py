@@ -6,6 +6,8 @@ validates (:data:`condvln.config.SETTINGS`), so a field added here is at once a 
 
 >>> RunOptions(limit=8, protocol={"panoramic": True}).protocol.panoramic
 True
+>>> RunOptions(protocol=None, agent_args=None) == RunOptions()
+True
 >>> RunOptions(video_format="avi")
 Traceback (most recent call last):
 ...
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from condvln.errors import ConfigError
 from condvln.sim.protocol import ObservationProtocol
@@ -73,3 +75,8 @@ class RunOptions(BaseModel):
     @classmethod
     def _known_video_format(cls, value: str) -> str:
         return check_video_format(value)
+
+    @field_validator("protocol", "agent_args", mode="before")
+    @classmethod
+    def _none_is_default(cls, value: Any, info: ValidationInfo) -> Any:
+        return cls.model_fields[info.field_name].get_default() if value is None else value
