@@ -19,9 +19,13 @@ episode of the split in continuous mode with :func:`~.scoring.score_episode`, ag
 
 Distances, as VLN-CE measures them:
 
-* geodesic (goal, subgoals, every branch goal) from the navigation layer's distance fields —
-  one :class:`~condvln.nav.GridNavigator` per scene, one field per target, a vectorised query
-  over all trajectory positions;
+* geodesic (goal, subgoals, every branch goal) from the exact engine — one
+  :class:`~condvln.nav.ExactNavigator` per scene, one field per target (the same engine and
+  the same computation that stored ``info.geodesic_distance``, so a start position scores
+  exactly ℓ). Every distance a metric can depend on is exact: the last position, every
+  position within the target's radius (straight line), and the nearest position (branch and
+  bound on the straight-line distance); other positions carry their straight-line ground
+  distance, a lower bound above the radius and above that minimum (:meth:`SceneGeodesic.distances`);
 * Euclidean for TL, nDTW and CLS; the reference of nDTW / SDTW / CLS is the episode's dense
   ground truth (``locations`` of ``{split}_gt.json.gz``; test: ``test_answers.json.gz``) as in
   VLN-CE's ``NDTW`` measure, or — for an episode without one — its ``reference_path``
@@ -91,8 +95,7 @@ from condvln.evaluation.tables import (
     terminal_tables,
 )
 from condvln.io import atomic_write_bytes, dumps_json, output_lock, output_path
-from condvln.nav import GridConfig, GridNavigator, Unreachable
-from condvln.nav.geodesic import HAVE_SKFMM, GeodesicField
+from condvln.nav import ExactField, ExactNavigator, GridConfig, Unreachable
 from condvln.parallel.executors import Executor, ordered_map
 from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
@@ -141,40 +144,74 @@ MAIN_METRICS = (
 """Metrics reported in breakdowns and in the printed summary."""
 
 NAV_CONFIG = GridConfig()
-"""Navigator settings for scoring (the generation grid: 5 cm cells, fast marching)."""
+"""Navigator settings for scoring: snapping (``max_snap``) as generation."""
 
 EXTRA_IDS_LISTED = 100
 """At most this many extra episode ids are listed in ``metrics.json`` (all are counted)."""
 
+_BOUND_BATCH = 8
+"""Positions measured per branch-and-bound round of :meth:`SceneGeodesic.distances`."""
+
 
 class SceneGeodesic:
-    """Geodesic distances in one scene: a navigator and one cached distance field per target.
+    """Exact geodesic distances in one scene: a navigator and one cached field per target.
 
     Args:
         scene_file: the scene JSON file.
     """
 
     def __init__(self, scene_file: Path) -> None:
-        self.navigator = GridNavigator(load_scene(scene_file), config=NAV_CONFIG)
-        self._fields: dict[tuple[float, ...], GeodesicField] = {}
+        self.navigator = ExactNavigator(load_scene(scene_file), config=NAV_CONFIG)
 
-    def field(self, target: FloatArray) -> GeodesicField:
-        """The distance field of ``target`` (solved once; :class:`Unreachable` if off-map)."""
-        key = tuple(np.round(np.asarray(target, dtype=np.float64), 3).tolist())
-        if key not in self._fields:
-            self._fields[key] = self.navigator.distance_field(key)
-        return self._fields[key]
+    def field(self, target: FloatArray) -> ExactField:
+        """The exact field of ``target`` (solved once; :class:`Unreachable` if off-map)."""
+        return self.navigator.distance_field(tuple(np.asarray(target, dtype=np.float64).tolist()))
 
     def off_map(self, points: FloatArray, goal: FloatArray) -> FloatArray:
         """Boolean mask of the points the navigator cannot reach (measured with ``goal``'s field)."""
-        return np.ma.getmaskarray(self.field(goal).query(points))
+        return ~self.field(goal).reachable(points)
 
     def distances(self, points: FloatArray, target: FloatArray, radius: float) -> FloatArray:
-        """Geodesic ``points → target``; unreachable points follow the module's off-map rule."""
-        result = self.field(target).query(points)
+        """Geodesic ``points → target`` wherever a metric can depend on it (the module notes).
+
+        Exact: the last point, every point whose straight-line ground distance is at most
+        ``radius`` and the minimum over all points (branch and bound: points are measured in
+        order of ground distance until that exceeds the smallest measured value). Unreachable
+        points follow the module's off-map rule. Every other point gets its ground distance,
+        a lower bound of its geodesic that is above ``radius`` and not below the minimum, so
+        NE, success, oracle success / NE, subgoals reached and branch choice are exact.
+        """
+        field = self.field(target)
+        ground = np.hypot(points[:, 0] - target[0], points[:, 2] - target[2])
+        out = ground.copy()
+        done = np.zeros(len(points), dtype=bool)
+        need = ground <= radius
+        need[-1] = True
+        self._measure(field, points, target, radius, np.flatnonzero(need), out, done)
+        order = np.argsort(ground, kind="stable")
+        while True:
+            best = out[done].min()
+            todo = order[(ground[order] < best) & ~done[order]][:_BOUND_BATCH]
+            if todo.size == 0:
+                return out
+            self._measure(field, points, target, radius, todo, out, done)
+
+    @staticmethod
+    def _measure(
+        field: ExactField,
+        points: FloatArray,
+        target: FloatArray,
+        radius: float,
+        index: np.ndarray,
+        out: FloatArray,
+        done: np.ndarray,
+    ) -> None:
+        """Exact distances (off-map rule for unreachable points) at ``points[index]``."""
+        result = field.query(points[index])
         floor = np.nextafter(radius, np.inf)
-        fallback = np.maximum(np.linalg.norm(points - target, axis=-1), floor)
-        return np.where(np.ma.getmaskarray(result), fallback, result.data)
+        fallback = np.maximum(np.linalg.norm(points[index] - target, axis=-1), floor)
+        out[index] = np.where(np.ma.getmaskarray(result), fallback, result.data)
+        done[index] = True
 
 
 def sha256_file(path: Path) -> str:
@@ -538,7 +575,7 @@ def _manifest(
         },
         "seed": seed,
         "metric_options": dataclasses.asdict(options),
-        "navigator": dataclasses.asdict(NAV_CONFIG) | {"fast_marching_available": HAVE_SKFMM},
+        "navigator": {"backend": "exact", "max_snap": NAV_CONFIG.max_snap},
         "off_map_rule": "unreachable positions: straight-line distance, raised above the radius",
         "python": sys.version.split()[0],
         "numpy": np.__version__,

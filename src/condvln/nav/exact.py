@@ -100,6 +100,12 @@ class ExactField:
         values, _, ok = self._solve(as_points(points)[:, [0, 2]])
         return masked(values, ok)
 
+    def reachable(self, points: ArrayLike) -> NDArray[np.bool_]:
+        """Whether each point ``(N, 3)`` reaches the goal (on or near enough to the main part),
+        without measuring the distances."""
+        _, ok = self._nav.polygon.locate(as_points(points)[:, [0, 2]], self._nav.config.max_snap)
+        return ok
+
     def distance(self, point: Sequence[float]) -> float | None:
         """Exact geodesic distance from ``point`` to the goal, or ``None`` when unreachable."""
         result = self.query(point)
