@@ -140,7 +140,7 @@ def build_episode(
     reference = _path(nav, points)
     yaw = math.radians(15.0 * int(rng.integers(24)))
     gt = follow(reference, yaw)
-    goal = _goal_point(nav, gt["locations"][-1])
+    goal = _goal_point(nav, gt["locations"][-1], inst, radius)
     reference += _path(nav, [points[-1], goal])[1:]
     geodesic = nav.distance(inst.start, goal)
     if geodesic is None:
@@ -192,16 +192,27 @@ def build_episode(
     return episode, gt
 
 
-def _goal_point(nav: Navigator, end: list[float]) -> tuple[float, float, float]:
+def _goal_point(
+    nav: Navigator, end: list[float], inst: Instance, radius: float
+) -> tuple[float, float, float]:
     """The goal: the follower's last location, moved onto the navigable area when it is off it.
+
+    It keeps the sampler's separations: more than 2τ from the start (ground distance) and from
+    every other target of the program.
 
     Raises:
         Rejected: ``goal_off_map`` when the navigator cannot measure from that location to the
-            goal (nearer to an island than to the main navigable area).
+            goal (nearer to an island than to the main navigable area); ``goal_separation``
+            when the move brings it within 2τ of the start or another target.
     """
     goal = nav.snap(end)
     if goal is None or nav.distance(end, goal) != 0.0:
         raise Rejected("goal_off_map")
+    gold = inst.resolution.goal
+    others = [p for o, p in inst.goal_points.items() if o != gold]
+    start_gap = math.hypot(goal[0] - inst.start[0], goal[2] - inst.start[2])
+    if start_gap <= 2 * radius or any(math.dist(goal, p) <= 2 * radius for p in others):
+        raise Rejected("goal_separation")
     return goal
 
 
