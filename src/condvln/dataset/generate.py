@@ -342,6 +342,8 @@ def _write_split(
         if split == "test":
             answers[str(number)] = {k: full[k] for k in ("goals", "reference_path", "info")}
             answers[str(number)]["gt"] = actions
+            # VLN-CE's NDTW measure reads locations at the top of each entry of GT_PATH
+            answers[str(number)]["locations"] = actions["locations"]
             full = {k: full[k] for k in TEST_EPISODE_KEYS} | {"goals": [], "reference_path": []}
         else:
             gt[str(number)] = actions
