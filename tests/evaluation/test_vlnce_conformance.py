@@ -216,6 +216,15 @@ def test_gt_replay_scores_ndtw_one(dataset: Path, truth: dict, split: str, tmp_p
     gt_file = "test/test_answers.json.gz" if split == "test" else f"{split}/{split}_gt.json.gz"
     assert fidelity["gt_file"] == gt_file
     assert "d_th = 3.0 m" in (tmp_path / "table2.md").read_text()
+    # the legend beside SPL is exactly what this perfect replay scores
+    replay_spl = sum(r["spl"] for r in records.values()) / len(records)
+    assert fidelity["spl_gt_replay"] == pytest.approx(replay_spl, abs=1e-12)
+    legend = result["metrics"]["legend"]
+    assert legend["ndtw"] == "nDTW: exact DTW (VLN-CE `FDTW=False`)"
+    assert legend["spl"].startswith(f"SPL of a perfect _gt replay: {replay_spl:.3f} ")
+    for table in ("table2.md", "table3.md"):
+        text = (tmp_path / table).read_text()
+        assert legend["ndtw"] in text and legend["spl"] in text
 
 
 @pytest.mark.parametrize("split", SPLITS)

@@ -89,7 +89,9 @@ from condvln.evaluation.scoring import Record, invalid_episode, score_episode
 from condvln.evaluation.spaces import ContinuousSpace, FloatArray
 from condvln.evaluation.tables import (
     FAILURE_CATEGORIES,
+    NDTW_LEGEND,
     ResultTable,
+    spl_legend,
     table2,
     table3,
     terminal_tables,
@@ -496,19 +498,41 @@ def fidelity_summary(
     return {
         "ndtw_threshold": options.fidelity_threshold,
         "reference": "ground-truth locations (VLN-CE NDTW measure)",
+        "dtw": "exact",
         "gt_file": gt_file,
         "episodes_gt": sources["gt"],
         "episodes_densified": sources["densified"],
         "densify_step": VLNCE_STEP,
+        "spl_gt_replay": gt_replay_spl(records),
     }
+
+
+def gt_replay_spl(records: Sequence[Record]) -> float | None:
+    """Mean SPL a perfect replay of the nDTW reference (the ``_gt`` locations) scores on the
+    scored episodes: it stops at the goal (success), so ``ℓ / max(ℓ, reference length)``.
+
+    >>> gt_replay_spl([{"geodesic_distance": 3.0, "reference_path_length": 4.0},
+    ...                {"geodesic_distance": 2.0, "reference_path_length": 2.0},
+    ...                {"geodesic_distance": None, "reference_path_length": None}])
+    0.875
+    """
+    values = [
+        ell / max(ell, length) if max(ell, length) > 0 else 1.0
+        for r in records
+        if (ell := r.get("geodesic_distance")) is not None
+        and (length := r.get("reference_path_length")) is not None
+    ]
+    return float(np.mean(values)) if values else None
 
 
 def fidelity_note(fidelity: Mapping[str, Any]) -> str:
     """One caption line for the tables: d_th and the reference of nDTW / SDTW / CLS.
 
     >>> fidelity_note({"ndtw_threshold": 3.0, "episodes_gt": 5, "episodes_densified": 0,
-    ...                "densify_step": 0.25})
-    'nDTW / SDTW / CLS: d_th = 3.0 m; reference = _gt locations (5 episodes)'
+    ...                "densify_step": 0.25, "spl_gt_replay": 0.7})  # doctest: +NORMALIZE_WHITESPACE
+    'nDTW / SDTW / CLS: d_th = 3.0 m; reference = _gt locations (5 episodes); nDTW: exact DTW
+    (VLN-CE `FDTW=False`); SPL of a perfect _gt replay: 0.700 (ℓ = start → goal geodesic, as
+    VLN-CE; the subgoals lengthen the path)'
     """
     parts = [f"_gt locations ({fidelity['episodes_gt']} episodes)"]
     if fidelity["episodes_densified"]:
@@ -516,9 +540,16 @@ def fidelity_note(fidelity: Mapping[str, Any]) -> str:
             f"reference_path densified every {fidelity['densify_step']} m "
             f"({fidelity['episodes_densified']} episodes without _gt)"
         )
+    legend = "; ".join(legend_lines(fidelity).values())
     return f"nDTW / SDTW / CLS: d_th = {fidelity['ndtw_threshold']} m; reference = " + (
-        ", ".join(parts)
+        f"{', '.join(parts)}; {legend}"
     )
+
+
+def legend_lines(fidelity: Mapping[str, Any]) -> dict[str, str]:
+    """The legend of every table and of ``metrics.json``: nDTW's DTW and the SPL of a perfect
+    ``_gt`` replay (:func:`gt_replay_spl`) beside SPL."""
+    return {"ndtw": NDTW_LEGEND, "spl": spl_legend(fidelity.get("spl_gt_replay"))}
 
 
 def metrics_and_tables(
@@ -535,6 +566,7 @@ def metrics_and_tables(
     metrics = {
         "run": name,
         "split": split,
+        "legend": legend_lines(fidelity),
         "counts": counts,
         "fidelity": fidelity,
         **summarize(records, seed=seed),
