@@ -98,9 +98,11 @@ from condvln.evaluation.tables import (
 )
 from condvln.io import atomic_write_bytes, dumps_json, output_lock, output_path
 from condvln.nav import ExactField, ExactNavigator, GridConfig, Unreachable
+from condvln.nav._visibility import metric_rows
 from condvln.parallel.executors import Executor, ordered_map
 from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
+from condvln.scene.model import Scene
 from condvln.scene.serialize import load_scene
 
 LABEL_KEYS = (
@@ -151,69 +153,67 @@ NAV_CONFIG = GridConfig()
 EXTRA_IDS_LISTED = 100
 """At most this many extra episode ids are listed in ``metrics.json`` (all are counted)."""
 
-_BOUND_BATCH = 8
-"""Positions measured per branch-and-bound round of :meth:`SceneGeodesic.distances`."""
-
 
 class SceneGeodesic:
     """Exact geodesic distances in one scene: a navigator and one cached field per target.
 
     Args:
-        scene_file: the scene JSON file.
+        scene: the scene, or its JSON file.
     """
 
-    def __init__(self, scene_file: Path) -> None:
-        self.navigator = ExactNavigator(load_scene(scene_file), config=NAV_CONFIG)
+    def __init__(self, scene: Scene | Path) -> None:
+        scene = scene if isinstance(scene, Scene) else load_scene(scene)
+        self.navigator = ExactNavigator(scene, config=NAV_CONFIG)
+        self._fields: dict[tuple[float, ...], ExactField] = {}
 
     def field(self, target: FloatArray) -> ExactField:
         """The exact field of ``target`` (solved once; :class:`Unreachable` if off-map)."""
-        return self.navigator.distance_field(tuple(np.asarray(target, dtype=np.float64).tolist()))
+        key = tuple(np.asarray(target, dtype=np.float64).tolist())
+        field = self._fields.get(key)
+        if field is None:
+            field = self._fields[key] = self.navigator.distance_field(key)
+        return field
 
     def off_map(self, points: FloatArray, goal: FloatArray) -> FloatArray:
         """Boolean mask of the points the navigator cannot reach (measured with ``goal``'s field)."""
         return ~self.field(goal).reachable(points)
 
     def distances(self, points: FloatArray, target: FloatArray, radius: float) -> FloatArray:
-        """Geodesic ``points → target`` wherever a metric can depend on it (the module notes).
+        """Geodesic ``points → target`` wherever a metric can depend on it (see :meth:`rows`)."""
+        return self.rows(points, np.asarray(target, dtype=np.float64)[None], radius)[0]
+
+    def rows(self, points: FloatArray, targets: FloatArray, radius: float) -> FloatArray:
+        """Geodesic ``points → targets`` ``(len(targets), len(points))`` wherever a metric can
+        depend on it (the module notes); repeated positions are measured once and every
+        position is snapped once.
 
         Exact: the last point, every point whose straight-line ground distance is at most
         ``radius`` and the minimum over all points (branch and bound: points are measured in
         order of ground distance until that exceeds the smallest measured value). Unreachable
         points follow the module's off-map rule. Every other point gets its ground distance,
         a lower bound of its geodesic that is above ``radius`` and not below the minimum, so
-        NE, success, oracle success / NE, subgoals reached and branch choice are exact.
+        NE, success, oracle success / NE, subgoals reached and branch choice are exact
+        (:func:`condvln.nav._visibility.metric_rows`).
         """
-        field = self.field(target)
-        ground = np.hypot(points[:, 0] - target[0], points[:, 2] - target[2])
-        out = ground.copy()
-        done = np.zeros(len(points), dtype=bool)
-        need = ground <= radius
-        need[-1] = True
-        self._measure(field, points, target, radius, np.flatnonzero(need), out, done)
-        order = np.argsort(ground, kind="stable")
-        while True:
-            best = out[done].min()
-            todo = order[(ground[order] < best) & ~done[order]][:_BOUND_BATCH]
-            if todo.size == 0:
-                return out
-            self._measure(field, points, target, radius, todo, out, done)
-
-    @staticmethod
-    def _measure(
-        field: ExactField,
-        points: FloatArray,
-        target: FloatArray,
-        radius: float,
-        index: np.ndarray,
-        out: FloatArray,
-        done: np.ndarray,
-    ) -> None:
-        """Exact distances (off-map rule for unreachable points) at ``points[index]``."""
-        result = field.query(points[index])
-        floor = np.nextafter(radius, np.inf)
-        fallback = np.maximum(np.linalg.norm(points[index] - target, axis=-1), floor)
-        out[index] = np.where(np.ma.getmaskarray(result), fallback, result.data)
-        done[index] = True
+        moved = np.ones(len(points), dtype=bool)  # in-place turns repeat the last position
+        moved[1:] = (points[1:] != points[:-1]).any(axis=1)
+        unique, inverse = np.ascontiguousarray(points[moved]), np.cumsum(moved) - 1
+        polygon = self.navigator.polygon
+        snapped, ok = polygon.locate(unique[:, [0, 2]], NAV_CONFIG.max_snap)
+        fields = [self.field(t) for t in targets]
+        out = metric_rows(
+            *polygon.kernel_args,
+            polygon.corners,
+            np.stack([f.vertex_distance for f in fields]),
+            np.array([f.goal for f in fields], dtype=np.float64).reshape(-1, 3),
+            unique,
+            np.ascontiguousarray(snapped),
+            ok,
+            int(inverse[-1]),
+            float(radius),
+            float(np.nextafter(radius, np.inf)),
+        )
+        return out[:, inverse]
 
 
 def sha256_file(path: Path) -> str:
@@ -286,7 +286,7 @@ def score_prediction(
         off_map = int(np.count_nonzero(geodesic.off_map(trajectory.positions, target)))
         record = score_episode(
             trajectory.positions,
-            space=ContinuousSpace(lambda p, t: geodesic.distances(p, t, radius)),
+            space=ContinuousSpace(rows=lambda p, t: geodesic.rows(p, t, radius)),
             radius=radius,
             reference_path=reference,
             goal=goal["position"],

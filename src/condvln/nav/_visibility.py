@@ -381,6 +381,40 @@ def goal_distances(
 
 
 @numba.njit(cache=True, nogil=True)
+def _query_point(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    reflex: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    corners: np.ndarray,
+    dist: np.ndarray,
+    gx: float,
+    gz: float,
+    px: float,
+    pz: float,
+    bound: np.ndarray,
+    cand: np.ndarray,
+) -> tuple[float, int]:
+    """:func:`query` for one point (``bound`` / ``cand``: scratch arrays of the reflex count)."""
+    if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, gx, gz):
+        return math.hypot(px - gx, pz - gz), _NO_PARENT
+    count = 0
+    for a in range(reflex.size):
+        if dist[a] < math.inf and corner_tangent(corners, a, px, pz):
+            bound[count] = math.hypot(corners[a, 0] - px, corners[a, 1] - pz) + dist[a]
+            cand[count] = a
+            count += 1
+    for k in np.argsort(bound[:count]):
+        v = reflex[cand[k]]
+        if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, xy[v, 0], xy[v, 1]):
+            return bound[k], cand[k]
+    return math.inf, _UNREACHED
+
+
+@numba.njit(cache=True, nogil=True)
 def query(
     xy: np.ndarray,
     prev: np.ndarray,
@@ -405,22 +439,113 @@ def query(
     bound = np.empty(n)
     cand = np.empty(n, dtype=np.int64)
     for i in range(m):
-        px, pz = points[i, 0], points[i, 1]
-        if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, gx, gz):
-            out[i], first[i] = math.hypot(px - gx, pz - gz), _NO_PARENT
-            continue
-        count = 0
-        for a in range(n):
-            if dist[a] < math.inf and corner_tangent(corners, a, px, pz):
-                bound[count] = math.hypot(corners[a, 0] - px, corners[a, 1] - pz) + dist[a]
-                cand[count] = a
-                count += 1
-        order = np.argsort(bound[:count])
-        for k in order:
-            v = reflex[cand[k]]
-            if segment_free(
-                xy, prev, nxt, cell_start, cell_edges, grid, px, pz, xy[v, 0], xy[v, 1]
-            ):
-                out[i], first[i] = bound[k], cand[k]
-                break
+        out[i], first[i] = _query_point(
+            xy, prev, nxt, reflex, cell_start, cell_edges, grid, corners, dist, gx, gz,
+            points[i, 0], points[i, 1], bound, cand,
+        )  # fmt: skip
     return out, first
+
+
+@numba.njit(cache=True, nogil=True)
+def metric_rows(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    reflex: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    corners: np.ndarray,
+    dists: np.ndarray,
+    targets: np.ndarray,
+    points: np.ndarray,
+    snapped: np.ndarray,
+    ok: np.ndarray,
+    last: int,
+    radius: float,
+    floor: float,
+) -> np.ndarray:
+    """Distances from points ``(M, 3)`` to targets ``(T, 3)`` where a metric can depend on them.
+
+    Row ``t`` uses ``dists[t]`` (:func:`goal_distances` of ``targets[t]``, the snapped goal).
+    ``snapped`` are the ground points the distances are measured from (:meth:`NavPolygon.locate`;
+    the point itself where not ``ok``). Measured exactly: point ``last``, every point whose
+    ground distance from its snapped position to the target is at most ``radius``, and the
+    nearest one (branch and bound over that ground distance, a lower bound of the geodesic); a
+    point that is not ``ok`` (off the map) or cannot reach the target gets its straight-line
+    distance, at least ``floor``. Every other point keeps its ground distance (above ``radius``
+    and not below the minimum).
+    """
+    m, n = points.shape[0], reflex.size
+    out = np.empty((targets.shape[0], m))
+    bound = np.empty(n)
+    cand = np.empty(n, dtype=np.int64)
+    done = np.empty(m, dtype=np.bool_)
+    for t in range(targets.shape[0]):
+        tx, ty, tz = targets[t, 0], targets[t, 1], targets[t, 2]
+        best = math.inf
+        for i in range(m):  # ground distance from where the point is measured: a lower bound
+            out[t, i] = math.hypot(snapped[i, 0] - tx, snapped[i, 1] - tz)
+            done[i] = False
+        order = np.argsort(out[t])
+        for step in range(m + 1):
+            todo = last if step == 0 else order[step - 1]
+            if done[todo]:
+                continue
+            if step > 0 and out[t, todo] >= best and out[t, todo] > radius:
+                break  # sorted: every later ground distance is as large
+            d = math.inf
+            if ok[todo]:
+                d, _ = _query_point(
+                    xy, prev, nxt, reflex, cell_start, cell_edges, grid, corners, dists[t],
+                    tx, tz, snapped[todo, 0], snapped[todo, 1], bound, cand,
+                )  # fmt: skip
+            if d == math.inf:
+                dx, dy, dz = points[todo, 0] - tx, points[todo, 1] - ty, points[todo, 2] - tz
+                d = max(math.sqrt(dx * dx + dy * dy + dz * dz), floor)
+            out[t, todo] = d
+            done[todo] = True
+            best = min(best, d)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def nearest_boundary(
+    xy: np.ndarray,
+    nxt: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    points: np.ndarray,
+    reach: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The nearest boundary point to each point ``(M, 2)`` among the edges within ``reach``
+    (through the edge hash), and its distance (``inf`` and the point itself when none is)."""
+    ox, oz, size = grid[0], grid[1], grid[2]
+    rows, cols = int(grid[3]), int(grid[4])
+    m = points.shape[0]
+    out = points.copy()
+    gap = np.full(m, math.inf)
+    for i in range(m):
+        px, pz = points[i, 0], points[i, 1]
+        c0 = max(math.floor((px - reach - ox) / size), 0)
+        c1 = min(math.floor((px + reach - ox) / size), cols - 1)
+        r0 = max(math.floor((pz - reach - oz) / size), 0)
+        r1 = min(math.floor((pz + reach - oz) / size), rows - 1)
+        for row in range(r0, r1 + 1):
+            for col in range(c0, c1 + 1):
+                cell = row * cols + col
+                for k in range(cell_start[cell], cell_start[cell + 1]):
+                    e = cell_edges[k]
+                    ax, az = xy[e, 0], xy[e, 1]
+                    ex, ez = xy[nxt[e], 0] - ax, xy[nxt[e], 1] - az
+                    t = ((px - ax) * ex + (pz - az) * ez) / (ex * ex + ez * ez)
+                    t = min(max(t, 0.0), 1.0)
+                    qx, qz = ax + t * ex, az + t * ez
+                    d = math.hypot(px - qx, pz - qz)
+                    if d < gap[i]:
+                        gap[i], out[i, 0], out[i, 1] = d, qx, qz
+    for i in range(m):
+        if gap[i] > reach:
+            gap[i], out[i, 0], out[i, 1] = math.inf, points[i, 0], points[i, 1]
+    return out, gap

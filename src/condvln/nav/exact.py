@@ -73,23 +73,34 @@ class ExactField:
             *poly.kernel_args, *poly.graph, self._gx, self._gz
         )
 
-    def _solve(self, xz: FloatArray) -> tuple[FloatArray, NDArray[np.int64], NDArray[np.bool_]]:
-        """Snapped points, distances, first vertices and usability of ground points ``(N, 2)``."""
+    def located(self, xz: FloatArray) -> tuple[FloatArray, NDArray[np.int64]]:
+        """Distances (``inf``: unreachable) and first reflex vertices (``-1``: the goal in sight)
+        of ground points ``(N, 2)`` already on the main part (see :meth:`NavPolygon.locate`)."""
         poly = self._nav.polygon
-        snapped, ok = poly.locate(xz, self._nav.config.max_snap)
+        return vis.query(
+            *poly.kernel_args,
+            poly.corners,
+            self.vertex_distance,
+            self._gx,
+            self._gz,
+            np.ascontiguousarray(xz, dtype=np.float64),
+        )
+
+    def _solve(self, xz: FloatArray) -> tuple[FloatArray, NDArray[np.int64], NDArray[np.bool_]]:
+        """Distances, first vertices and reachability of ground points ``(N, 2)`` (snapped)."""
+        snapped, ok = self._nav.polygon.locate(xz, self._nav.config.max_snap)
         values = np.zeros(len(xz))
         first = np.full(len(xz), -2, dtype=np.int64)
         if ok.any():
-            values[ok], first[ok] = vis.query(
-                *poly.kernel_args,
-                poly.corners,
-                self.vertex_distance,
-                self._gx,
-                self._gz,
-                np.ascontiguousarray(snapped[ok]),
-            )
+            values[ok], first[ok] = self.located(snapped[ok])
         ok &= np.isfinite(values)
         return np.where(ok, values, 0.0), first, ok
+
+    def values(self, points: ArrayLike) -> tuple[FloatArray, NDArray[np.bool_]]:
+        """Exact geodesic distances from points ``(N, 3)`` to the goal and which are reachable
+        (unreachable entries hold 0): :meth:`query` without the masked array."""
+        values, _, ok = self._solve(as_points(points)[:, [0, 2]])
+        return values, ok
 
     def query(self, points: ArrayLike) -> np.ma.MaskedArray:
         """Exact geodesic distances from points ``(N, 3)`` (or one point) to the goal.
@@ -97,8 +108,7 @@ class ExactField:
         Returns:
             A masked float array of length N; masked entries are unreachable.
         """
-        values, _, ok = self._solve(as_points(points)[:, [0, 2]])
-        return masked(values, ok)
+        return masked(*self.values(points))
 
     def reachable(self, points: ArrayLike) -> NDArray[np.bool_]:
         """Whether each point ``(N, 3)`` reaches the goal (on or near enough to the main part),

@@ -178,14 +178,21 @@ class NavPolygon:
         pts = np.asarray(xz, dtype=np.float64).reshape(-1, 2)
         return shapely.intersects_xy(self.polygon, pts[:, 0], pts[:, 1])
 
+    def _nearest(self, pts: FloatArray, reach: float) -> tuple[FloatArray, FloatArray]:
+        """Nearest boundary points of the main part within ``reach`` and their distances."""
+        return vis.nearest_boundary(
+            self.xy, self.nxt, self.cell_start, self.cell_edges, self.grid, pts, reach
+        )
+
     def nearest(self, xz: ArrayLike) -> FloatArray:
         """The nearest point of the main part to each ground point ``(N, 2)`` (itself inside)."""
         pts = np.asarray(xz, dtype=np.float64).reshape(-1, 2)
         out = pts.copy()
         outside = np.flatnonzero(~self.contains(pts))
         if outside.size:
-            lines = shapely.shortest_line(self.polygon, shapely.points(pts[outside]))
-            out[outside] = shapely.get_coordinates(lines)[0::2]
+            span = float(np.hypot(*(self.xy.max(axis=0) - self.xy.min(axis=0))))
+            far = np.hypot(*(pts[outside] - self.xy.mean(axis=0)).T).max() + span
+            out[outside], _ = self._nearest(np.ascontiguousarray(pts[outside]), far)
         return out
 
     def locate(self, xz: ArrayLike, max_snap: float) -> tuple[FloatArray, NDArray[np.bool_]]:
@@ -200,14 +207,11 @@ class NavPolygon:
         out, ok = pts.copy(), inside.copy()
         outside = np.flatnonzero(~inside)
         if outside.size:
-            geoms = shapely.points(pts[outside])
-            gap = shapely.distance(self.polygon, geoms)
-            island_gap = (
-                shapely.distance(self.islands, geoms)
-                if not self.islands.is_empty
-                else np.full(outside.size, np.inf)
-            )
-            near = (gap <= max_snap) & (gap <= island_gap)
-            out[outside[near]] = self.nearest(pts[outside[near]])
-            ok[outside] = near
+            near, gap = self._nearest(np.ascontiguousarray(pts[outside]), max_snap)
+            found = np.isfinite(gap)
+            if found.any() and not self.islands.is_empty:
+                island_gap = shapely.distance(self.islands, shapely.points(pts[outside[found]]))
+                found[found] = gap[found] <= island_gap
+            out[outside[found]] = near[found]
+            ok[outside] = found
         return out, ok
