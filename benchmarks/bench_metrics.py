@@ -354,8 +354,8 @@ def compare_fastdtw(episodes: list[Episode]) -> None:
     )
 
 
-def main() -> None:
-    """Parse options, run both parts, print the results."""
+def _parser() -> argparse.ArgumentParser:
+    """The command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=10_000)
     parser.add_argument("--positions", type=int, default=300)
@@ -379,7 +379,12 @@ def main() -> None:
         help="dataset whose _gt lengths the references follow "
         f"(default: generate {SAMPLE_HOUSES} houses with the default configuration)",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    """Parse options, run both parts, print the results."""
+    args = _parser().parse_args()
 
     t0 = time.perf_counter()
     lengths = gt_lengths(args.dataset) if args.dataset else sample_gt_lengths()

@@ -135,16 +135,8 @@ def build_episode(
         Rejected: ``path_not_found`` / ``branch_unreachable`` when a path cannot be found.
     """
     res = inst.resolution
-    targets = list(res.targets)
-    points = [inst.start, *(inst.goal_points[o] for o in targets)]
-    reference = _path(nav, points)
     yaw = math.radians(15.0 * int(rng.integers(24)))
-    gt = follow(reference, yaw)
-    goal = _goal_point(nav, gt["locations"][-1], inst, radius)
-    reference += _path(nav, [points[-1], goal])[1:]
-    geodesic = nav.distance(inst.start, goal)
-    if geodesic is None:
-        raise Rejected("path_not_found")
+    reference, gt, goal, geodesic = _route(nav, inst, yaw, radius)
     executed = leaf_paths(inst.program.steps)[res.leaf_index][1]
     text = render(inst.program, rng, max_words=MAX_WORDS)
     oracle = render_linear([g.target for g in executed], rng)
@@ -190,6 +182,25 @@ def build_episode(
         "reference_path": reference,
     }
     return episode, gt
+
+
+def _route(
+    nav: Navigator, inst: Instance, yaw: float, radius: float
+) -> tuple[list[list[float]], dict[str, Any], tuple[float, float, float], float]:
+    """Reference path, ground truth, goal (where the follower stops) and start → goal geodesic.
+
+    Raises:
+        Rejected: when a path cannot be found or the goal cannot be placed.
+    """
+    points = [inst.start, *(inst.goal_points[o] for o in inst.resolution.targets)]
+    reference = _path(nav, points)
+    gt = follow(reference, yaw)
+    goal = _goal_point(nav, gt["locations"][-1], inst, radius)
+    reference += _path(nav, [points[-1], goal])[1:]
+    geodesic = nav.distance(inst.start, goal)
+    if geodesic is None:
+        raise Rejected("path_not_found")
+    return reference, gt, goal, geodesic
 
 
 def _goal_point(
