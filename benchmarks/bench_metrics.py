@@ -11,20 +11,29 @@ geodesic distance is the Euclidean distance — a stand-in for a navmesh geodesi
 space, so the timings exclude geodesic queries; d_th = 3.0 m.
 
 Part 1 times :func:`score_episode` (every metric and diagnostic) and the aggregation of all
-records. Part 2 compares exact nDTW (this package: Euclidean cost matrix + compiled DTW) with
+records. Part 1b does the same with real geodesics, as ``condvln evaluate`` measures them:
+``--episodes`` episodes spread over ``--geodesic-scenes`` procedural houses, goals / subgoals /
+leaf goals at object approach points, references along the exact shortest paths (0.25 m apart,
+like ``_gt``), trajectories that follow them noisily (some leave the navigable area); each is
+scored with the exact engine (:class:`condvln.evaluation.evaluate.SceneGeodesic`: navigator,
+fields and queries inside the timing) and with the grid engine (5 cm fast-marching fields, every
+position queried), scenes split over ``--workers`` processes; the wall time of one engine is the
+slowest worker's. Part 2 compares exact nDTW (this package: Euclidean cost matrix + compiled DTW) with
 ``fastdtw`` (radius=1, Euclidean, as VLN-CE's NDTW measure uses it) on the same deduplicated
 trajectories. fastdtw is not a dependency of condvln: ``pip install fastdtw`` to run part 2.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_metrics.py [--episodes 10000] [--workers 2]
-[--dataset DIR]``.
+[--dataset DIR] [--geodesic-scenes 20]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import math
+import os
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -38,7 +47,10 @@ from condvln.dataset.vlnce import SPLITS, split_path
 from condvln.evaluation import ContinuousSpace, score_episode
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants
 from condvln.evaluation.dtw import dedup_mask, dtw
+from condvln.evaluation.evaluate import SceneGeodesic
 from condvln.evaluation.spaces import pairwise_euclidean
+from condvln.nav import ExactNavigator, GridNavigator
+from condvln.scene.sources import load
 
 RADIUS = 1.0
 D_TH = 3.0  # nDTW threshold (score_episode's default, VLN-CE's NDTW measure)
@@ -168,6 +180,136 @@ def score_parallel(episodes: list[Episode], workers: int) -> list[dict[str, Any]
     return out
 
 
+def _densify(path: np.ndarray, step: float = 0.25) -> np.ndarray:
+    """Points every ``step`` metres along ``path`` (its end included), like ``_gt`` locations."""
+    _, length = _along(path, np.zeros(1))
+    s = np.append(np.arange(0.0, length, step), length)
+    points, _ = _along(path, s)
+    return points
+
+
+def scene_episodes(seed: int, n_episodes: int, n_positions: int) -> list[Episode]:
+    """Episodes in procedural house ``seed`` (see part 1b in the module docstring)."""
+    scene = load("procedural", str(seed))
+    grid = GridNavigator(scene)
+    nav = ExactNavigator(scene, area=grid.area)
+    targets = [p for o in scene.objects() if (p := nav.approach_point(o)) is not None]
+    rows, cols = np.nonzero(grid.area.free)
+    rng = np.random.default_rng(seed)
+    episodes: list[Episode] = []
+    while len(episodes) < n_episodes:
+        r = int(rng.integers(len(rows)))
+        start = grid.point(*grid.area.frame.centres(rows[[r]], cols[[r]])[0])
+        picks = rng.choice(len(targets), size=int(rng.integers(3, 8)), replace=False)
+        n_sub = int(rng.integers(0, 4))
+        chain = [start, *(targets[i] for i in picks[: n_sub + 1])]
+        legs = [nav.shortest_path(a, b) for a, b in itertools.pairwise(chain)]
+        if any(leg is None for leg in legs):
+            continue
+        path = np.array([chain[0], *(p for leg in legs for p in leg[1:])])
+        reference = _densify(path)
+        trajectory, actions = _follow(rng, reference, n_positions)
+        episodes.append(
+            {
+                "trajectory": trajectory,
+                "reference_path": reference,
+                "goal": np.asarray(chain[-1]),
+                "subgoals": np.array(chain[1:-1]).reshape(-1, 3),
+                "branch_goals": np.array([chain[-1], *(targets[i] for i in picks[n_sub + 1 :])]),
+                "actions": actions,
+                "geodesic": nav.distance(start, chain[-1]),
+                "depth": int(rng.integers(1, 4)),
+            }
+        )
+    return episodes
+
+
+def _score_with(rows: Any, episodes: list[Episode]) -> list[dict[str, Any]]:
+    space = ContinuousSpace(rows=rows)
+    return [
+        {
+            "depth": e["depth"],
+            **score_episode(
+                e["trajectory"],
+                space=space,
+                radius=RADIUS,
+                reference_path=e["reference_path"],
+                goal=e["goal"],
+                subgoals=e["subgoals"],
+                branch_goals=e["branch_goals"],
+                gold_branch=0,
+                actions=e["actions"],
+                shortest_path_length=e["geodesic"],
+            ),
+        }
+        for e in episodes
+    ]
+
+
+def _grid_distances(scene_seed: int) -> Any:
+    """The grid engine's ``distances(points, target)``: fast-marching fields, every point."""
+    nav = GridNavigator(load("procedural", str(scene_seed)))
+    fields: dict[tuple[float, ...], Any] = {}
+
+    def distances(points: np.ndarray, target: np.ndarray) -> np.ndarray:
+        key = tuple(target.tolist())
+        if key not in fields:
+            fields[key] = nav.distance_field(key)
+        result = fields[key].query(points)
+        fallback = np.maximum(np.linalg.norm(points - target, axis=-1), np.nextafter(RADIUS, 2))
+        return np.where(np.ma.getmaskarray(result), fallback, result.data)
+
+    return distances
+
+
+def score_scenes(task: tuple[list[int], int, int]) -> dict[str, Any]:
+    """One worker: for each scene, build its episodes (untimed), then time both engines."""
+    seeds, per_scene, n_positions = task
+    out: dict[str, Any] = {"exact": 0.0, "grid": 0.0, "records": [], "grid_records": []}
+    for seed in seeds:
+        episodes = scene_episodes(seed, per_scene, n_positions)
+        start = time.perf_counter()
+        geo = SceneGeodesic(load("procedural", str(seed)))
+        out["records"] += _score_with(lambda p, ts, g=geo: g.rows(p, ts, RADIUS), episodes)
+        out["exact"] += time.perf_counter() - start
+        start = time.perf_counter()
+        grid = _grid_distances(seed)
+        rows = lambda p, ts, d=grid: np.stack([d(p, t) for t in ts])  # noqa: E731
+        out["grid_records"] += _score_with(rows, episodes)
+        out["grid"] += time.perf_counter() - start
+    return out
+
+
+def bench_geodesic(n_scenes: int, n_episodes: int, n_positions: int, workers: int) -> None:
+    """Part 1b: every metric with real geodesics, exact engine against the grid engine."""
+    per_scene = math.ceil(n_episodes / n_scenes)
+    tasks = [(list(range(w, n_scenes, workers)), per_scene, n_positions) for w in range(workers)]
+    with ProcessPoolExecutor(workers) as pool:
+        parts = list(pool.map(score_scenes, tasks))
+    exact = [r for p in parts for r in p["records"]]
+    grid = [r for p in parts for r in p["grid_records"]]
+    start = time.perf_counter()
+    aggregate(exact, seed=0)
+    breakdown(exact, "depth", seed=0)
+    t_agg = time.perf_counter() - start
+    t_exact = max(p["exact"] for p in parts) + t_agg
+    t_grid = max(p["grid"] for p in parts) + t_agg
+    load_avg = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    ne = np.array([r["distance_to_goal"] for r in exact])
+    ne_grid = np.array([r["distance_to_goal"] for r in grid])
+    print(
+        f"\npart 1b: {len(exact)} episodes over {n_scenes} procedural houses, "
+        f"{workers} worker(s), real geodesics (load average {load_avg})"
+    )
+    print(f"  exact engine: {t_exact:6.2f} s wall (all metrics + aggregation {t_agg:.2f} s)")
+    print(f"  grid engine : {t_grid:6.2f} s wall; grid / exact = {t_grid / t_exact:.1f}x")
+    print(
+        f"  NE grid - exact: max {np.max(ne_grid - ne):+.3f} m, min {np.min(ne_grid - ne):+.3f} m; "
+        f"differ by > 1 mm in {np.mean(np.abs(ne_grid - ne) > 1e-3):.1%} of episodes; "
+        f"success differs in {np.mean([a['success'] != b['success'] for a, b in zip(exact, grid, strict=True)]):.1%}"
+    )
+
+
 def exact_ndtw(trajectory: np.ndarray, reference: np.ndarray) -> float:
     """Exact nDTW as score_episode computes it (dedup, Euclidean, d_th = D_TH)."""
     traj = trajectory[dedup_mask(trajectory)]
@@ -212,8 +354,8 @@ def compare_fastdtw(episodes: list[Episode]) -> None:
     )
 
 
-def main() -> None:
-    """Parse options, run both parts, print the results."""
+def _parser() -> argparse.ArgumentParser:
+    """The command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=10_000)
     parser.add_argument("--positions", type=int, default=300)
@@ -226,12 +368,23 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--geodesic-scenes",
+        type=int,
+        default=20,
+        help="procedural houses of part 1b (0 skips it)",
+    )
+    parser.add_argument(
         "--dataset",
         type=Path,
         help="dataset whose _gt lengths the references follow "
         f"(default: generate {SAMPLE_HOUSES} houses with the default configuration)",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    """Parse options, run both parts, print the results."""
+    args = _parser().parse_args()
 
     t0 = time.perf_counter()
     lengths = gt_lengths(args.dataset) if args.dataset else sample_gt_lengths()
@@ -274,6 +427,8 @@ def main() -> None:
         print(f"  {name:15s} {a.mean:.4f}  [{a.ci_low:.4f}, {a.ci_high:.4f}]  n={a.n}")
     print(f"invariant violations: {check_invariants(agg) or 'none'}")
 
+    if args.geodesic_scenes:
+        bench_geodesic(args.geodesic_scenes, args.episodes, args.positions, args.workers)
     compare_fastdtw(episodes[: args.fastdtw_episodes])
 
 

@@ -1,24 +1,30 @@
-"""Benchmark the built-in navigator: distance-field solve time and geodesic queries per second.
+"""Benchmark the navigators: grid field solve and queries, exact-engine speed, grid excess.
 
 Runs on the largest of the first ``--seeds`` procedural houses and on a synthetic 20 × 20 m
 four-room house with furniture (the target size: one field ≤ 50 ms, ≥ 100,000 point queries/s
 from a cached field). Then measures shortest paths, distances, ``visible`` and ``line_of_sight``
 per second between object approach points, with the goals' fields cached (target: ≥ 1,000
-paths/s), on procedural house 7 and the synthetic house::
+paths/s), on procedural house 7 and the synthetic house. ``--excess`` compares the grid with the
+exact engine (the geodesic of data and metrics) on random start / goal pairs of free cells over
+procedural houses and iTHOR rooms: the grid's string-pulled path length and its fast-marching
+field value against the exact distance (max / mean excess, pairs over 1 %, reachability
+disagreements), and both engines' time per pair::
 
     PYTHONPATH=src python benchmarks/bench_nav.py [--seeds 200] [--solver fmm|dijkstra]
     PYTHONPATH=src python benchmarks/bench_nav.py --queries-only
+    PYTHONPATH=src python benchmarks/bench_nav.py --excess [--pairs 500] [--houses 20 --rooms 20]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 
 import numpy as np
 
-from condvln.nav import GridConfig, GridNavigator, approach_points
+from condvln.nav import ExactNavigator, GridConfig, GridNavigator, approach_points
 from condvln.scene.model import Door, Room, Scene, SceneObject
 from condvln.scene.sources import load
 
@@ -160,6 +166,59 @@ def bench_queries(scene: Scene, solver: str, n_goals: int = 20, per_goal: int = 
     print(f"  line-of-sight checks     {len(views) / sight:12,.0f} /s")
 
 
+def excess_scenes(houses: int, rooms: int) -> list[Scene]:
+    """Procedural houses ``0 .. houses - 1`` and iTHOR rooms spread over the four room types."""
+    scenes = [load("procedural", str(seed)) for seed in range(houses)]
+    plans = [base + k for k in range(30) for base in (1, 201, 301, 401)][:rooms]
+    return scenes + [load("ithor", f"FloorPlan{n}") for n in sorted(plans)]
+
+
+def _relative_excess(values: list[tuple[float | None, float | None]]) -> np.ndarray:
+    return np.array([(g - e) / e for g, e in values if g is not None and e is not None and e > 0])
+
+
+def bench_excess(scenes: list[Scene], pairs: int, seed: int = 0) -> None:
+    """Print the grid's excess over the exact engine on ``pairs`` random free-cell pairs."""
+    rng = np.random.default_rng(seed)
+    per_scene = np.bincount(rng.integers(len(scenes), size=pairs), minlength=len(scenes))
+    path_vals, field_vals, mismatch = [], [], 0
+    t_grid = t_exact = 0.0
+    for scene, n in zip(scenes, per_scene, strict=True):
+        grid = GridNavigator(scene)
+        rows, cols = np.nonzero(grid.area.free)
+        pick = rng.integers(len(rows), size=(n, 2))
+        xz = grid.area.frame.centres(rows[pick.ravel()], cols[pick.ravel()]).reshape(n, 2, 2)
+        points = [(grid.point(*a), grid.point(*b)) for a, b in xz]
+        start = time.perf_counter()
+        exact = ExactNavigator(scene, area=grid.area)
+        d_exact = [exact.distance(a, b) for a, b in points]
+        t_exact += time.perf_counter() - start
+        start = time.perf_counter()
+        d_path = [grid.distance(a, b) for a, b in points]
+        d_field = [grid.distance_field(b).distance(a) for a, b in points]
+        t_grid += time.perf_counter() - start
+        path_vals += list(zip(d_path, d_exact, strict=True))
+        field_vals += list(zip(d_field, d_exact, strict=True))
+        mismatch += sum((g is None) != (e is None) for g, e in zip(d_path, d_exact, strict=True))
+    load_avg = os.getloadavg()
+    print(
+        f"{pairs} random free-cell pairs over {len(scenes)} scenes "
+        f"(load average {load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f})"
+    )
+    for name, vals in (("grid path (distance)", path_vals), ("grid field (FMM)", field_vals)):
+        rel = _relative_excess(vals)
+        print(
+            f"  {name:22s} excess over exact: max {100 * rel.max():6.2f} %, "
+            f"mean {100 * rel.mean():5.2f} %, min {100 * rel.min():6.2f} %, "
+            f"> 1 %: {np.mean(rel > 0.01):.1%} of {rel.size}"
+        )
+    print(f"  reachability disagreements (grid path vs exact): {mismatch}")
+    print(
+        f"  time per pair: exact {1e3 * t_exact / pairs:.2f} ms (engine built per scene), "
+        f"grid path + field {1e3 * t_grid / pairs:.2f} ms; ratio {t_grid / t_exact:.1f}×"
+    )
+
+
 def main() -> None:
     """Parse options and run the benchmark."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -168,7 +227,14 @@ def main() -> None:
     parser.add_argument(
         "--queries-only", action="store_true", help="only the path / visibility measurements"
     )
+    parser.add_argument("--excess", action="store_true", help="only grid vs exact")
+    parser.add_argument("--pairs", type=int, default=500)
+    parser.add_argument("--houses", type=int, default=20)
+    parser.add_argument("--rooms", type=int, default=20)
     args = parser.parse_args()
+    if args.excess:
+        bench_excess(excess_scenes(args.houses, args.rooms), args.pairs)
+        return
     if not args.queries_only:
         bench(largest_procedural(args.seeds), args.solver)
         bench(synthetic_house(20.0), args.solver)

@@ -1,6 +1,8 @@
 """Trajectory metrics and dataset files exactly as VLN-CE computes and reads them (issue #13).
 
-(a) Replaying every episode's ``_gt`` locations scores nDTW = 1 and SDTW = Success exactly.
+(a) Replaying every episode's ``_gt`` locations scores NE = 0, SR = 1, nDTW = 1 and SDTW = 1
+    exactly; standing at the start scores NE = the stored ``info.geodesic_distance`` to 1e-6 m
+    on every episode of every split (one geodesic engine for data and metrics).
 (b) Over 200 continuous trajectories (noisy copies, in-place turns, detours, wrong branches,
     stops short, overshoots, resampled copies, agents that never move) are scored by the
     evaluator and by this file's own plain O(n·m) Python DTW / nDTW / SDTW / CLS — written from
@@ -206,7 +208,7 @@ def test_gt_replay_scores_ndtw_one(dataset: Path, truth: dict, split: str, tmp_p
     assert set(records) == set(paths) and records
     for r in records.values():
         assert r["ndtw"] == 1.0 and r["dtw"] == 0.0
-        assert r["sdtw"] == r["success"]
+        assert r["distance_to_goal"] == 0.0 and r["success"] == 1 and r["sdtw"] == 1.0
         assert r["fidelity_reference"] == "gt"
     fidelity = result["metrics"]["fidelity"]
     assert fidelity["ndtw_threshold"] == D_TH
@@ -214,6 +216,31 @@ def test_gt_replay_scores_ndtw_one(dataset: Path, truth: dict, split: str, tmp_p
     gt_file = "test/test_answers.json.gz" if split == "test" else f"{split}/{split}_gt.json.gz"
     assert fidelity["gt_file"] == gt_file
     assert "d_th = 3.0 m" in (tmp_path / "table2.md").read_text()
+    # the legend beside SPL is exactly what this perfect replay scores
+    replay_spl = sum(r["spl"] for r in records.values()) / len(records)
+    assert fidelity["spl_gt_replay"] == pytest.approx(replay_spl, abs=1e-12)
+    legend = result["metrics"]["legend"]
+    assert legend["ndtw"] == "nDTW: exact DTW (VLN-CE `FDTW=False`)"
+    assert legend["spl"].startswith(f"SPL of a perfect _gt replay: {replay_spl:.3f} ")
+    for table in ("table2.md", "table3.md"):
+        text = (tmp_path / table).read_text()
+        assert legend["ndtw"] in text and legend["spl"] in text
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_stored_geodesic_is_the_evaluated_distance(
+    dataset: Path, truth: dict, split: str, tmp_path: Path
+) -> None:
+    """An agent that stops at its start scores NE = ℓ: the stored and the evaluated start → goal
+    distance agree to 1e-6 m on every episode (and ℓ is the record's geodesic_distance)."""
+    starts = {str(e["episode_id"]): [e["start_position"]] for e in _episodes(dataset, split)}
+    evaluate_run(dataset, _leaderboard(tmp_path / "still.json", starts), tmp_path, split=split)
+    records = _records(tmp_path)
+    stored = {k: t["info"]["geodesic_distance"] for k, t in truth[split].items()}
+    assert set(records) == set(stored) and records
+    for key, r in records.items():
+        assert abs(r["distance_to_goal"] - stored[key]) <= 1e-6, key
+        assert r["geodesic_distance"] == stored[key] and r["spl"] == 0.0
 
 
 # --- (b) ------------------------------------------------------------------------------------

@@ -78,6 +78,12 @@ def main(config_path: str, splits: list[str]) -> None:
         "success_distance": config.habitat.task.measurements.success.success_distance,
         "forward_step_size": config.habitat.simulator.forward_step_size,
         "turn_angle": config.habitat.simulator.turn_angle,
+        "scene_dataset": config.habitat.simulator.scene_dataset,
+        "default_agent_navmesh": config.habitat.simulator.default_agent_navmesh,
+        "agent": {
+            key: config.habitat.simulator.agents.main_agent[key]
+            for key in ("radius", "height", "max_climb")
+        },
         "splits": {},
     }
     for split in splits:

@@ -109,6 +109,12 @@ def test_habitat_lab_loads_the_hydra_config_and_every_split(
     assert loaded["success_distance"] == 1.0
     assert loaded["max_episode_steps"] == max(_budgets(habitat_dataset))
     assert (loaded["forward_step_size"], loaded["turn_angle"]) == (0.25, 15)
+    # the dataset's scene dataset config (semantics, regions, navmeshes once baked) ...
+    assert loaded["scene_dataset"] == str(habitat_dataset / "condvln.scene_dataset_config.json")
+    assert Path(loaded["scene_dataset"]).is_file()
+    # ... and VLN-CE's body, from which habitat-sim computes the navmesh no file provides
+    assert loaded["default_agent_navmesh"] is True
+    assert loaded["agent"] == {"radius": 0.1, "height": 1.5, "max_climb": 0.2}
     for split in splits:
         found = loaded["splits"][split]
         assert found["episodes"] == len(_episodes(habitat_dataset, split))
@@ -116,6 +122,24 @@ def test_habitat_lab_loads_the_hydra_config_and_every_split(
             assert Path(scene_id).is_file(), scene_id
         assert found["goal_radii"] in ([], [1.0])
     assert sum(loaded["splits"][s]["episodes"] for s in splits) > 0
+
+
+def test_vlnce_test_config_points_at_the_answers_file(
+    habitat_dataset: Path, tmp_path: Path, cli
+) -> None:
+    """The test split hides its ground truth: nDTW's GT_PATH is the answers file, which exists
+    and holds every test episode."""
+    run = cli("habitat", "config", str(habitat_dataset), "--out", str(tmp_path), "--split", "test")
+    assert run.returncode == 0, run.stderr
+    config = vlnce_base()
+    config.merge_from_file(str(tmp_path / "vlnce_task.yaml"))
+    gt = Path(config.TASK.NDTW.GT_PATH.format(split="test"))
+    assert gt == habitat_dataset.resolve() / "test" / "test_answers.json.gz" and gt.is_file()
+    ids = {str(e["episode_id"]) for e in _episodes(habitat_dataset, "test")}
+    answers = json.loads(gzip.decompress(gt.read_bytes()))
+    assert ids and ids <= set(answers)
+    for key in ids:  # what VLN-CE's NDTW measure reads: gt_json[str(episode_id)]["locations"]
+        assert answers[key]["locations"] == answers[key]["gt"]["locations"]
 
 
 def test_bad_options_are_one_line_errors(habitat_dataset: Path, tmp_path: Path, cli) -> None:

@@ -1,5 +1,6 @@
 """``condvln habitat navmesh``: without habitat-sim one line and exit 2; with it (here a stand-in
-that answers from our own grid), one navmesh per scene and every episode re-measured."""
+that answers from our own exact engine), one navmesh per scene, named in the scene configs, and
+every episode re-measured."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 import condvln.habitat.navmesh as navmesh_module
 import condvln.nav.habitat as nav_habitat
 from condvln.habitat.navmesh import REPORT_FILE, bake_navmeshes
-from condvln.nav import GridNavigator
+from condvln.habitat.semantics import DATASET_CONFIG
+from condvln.nav import ExactNavigator
 from condvln.scene.serialize import load_scene
 
 
@@ -29,7 +31,7 @@ def test_without_habitat_sim_one_line_naming_what_to_install(habitat_dataset: Pa
 
 
 class _FakeSim:
-    """habitat-sim's Simulator surface used by the command, answering from our grid navigator
+    """habitat-sim's Simulator surface used by the command, answering from our exact navigator
     of the scene JSON beside the loaded GLB (a stand-in: it checks the orchestration only)."""
 
     def __init__(self, configuration) -> None:
@@ -42,7 +44,7 @@ class _FakeSim:
     def recompute_navmesh(self, pathfinder, settings) -> bool:
         assert (settings.agent_radius, settings.agent_height) == (0.1, 1.5)
         assert (self.agent.radius, self.agent.height) == (0.1, 1.5)
-        nav = GridNavigator(load_scene(self.glb.with_suffix(".json")))
+        nav = ExactNavigator(load_scene(self.glb.with_suffix(".json")))
         self.pathfinder = _FakePathFinder(nav)
         return True
 
@@ -51,7 +53,7 @@ class _FakeSim:
 
 
 class _FakePathFinder:
-    def __init__(self, nav: GridNavigator) -> None:
+    def __init__(self, nav: ExactNavigator) -> None:
         self.nav = nav
 
     def save_nav_mesh(self, path: str) -> None:
@@ -100,8 +102,15 @@ def test_bakes_one_navmesh_per_scene_and_remeasures_every_episode(
     assert sorted(report.navmeshes) == sorted(s.replace(".glb", ".navmesh") for s in used)
     assert all((dataset / n).read_bytes() == b"stand-in navmesh" for n in report.navmeshes)
     assert len(report.differences) == len(episodes) and not report.unreachable
-    # the stand-in is our own navigator (at the default grid, not generation's): equal to a
-    # few grid cells
-    assert max(abs(d) for d in report.differences) < 0.05
+    # the stand-in is our own exact engine: the stored distances come back to 1e-6 m
+    assert max(abs(d) for d in report.differences) < 1e-6
+    names = sorted(Path(n).stem for n in report.navmeshes)
+    config = orjson.loads((dataset / DATASET_CONFIG).read_bytes())
+    assert config["navmesh_instances"] == {n: f"scenes/{n}.navmesh" for n in names}
+    for name in names:
+        stage = orjson.loads((dataset / "scenes" / f"{name}.stage_config.json").read_bytes())
+        assert (dataset / "scenes" / stage["nav_asset"]).is_file()
+        instance = orjson.loads((dataset / "scenes" / f"{name}.scene_instance.json").read_bytes())
+        assert instance["navmesh_instance"] == name
     written = orjson.loads((dataset / REPORT_FILE).read_bytes())
     assert written["episodes_measured"] == len(episodes)

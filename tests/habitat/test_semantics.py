@@ -122,7 +122,8 @@ def test_dataset_config_has_habitat_sim_sections() -> None:
     assert set(config) <= set(reference)
     for key in ("stages", "objects", "light_setups", "scene_instances"):
         assert list(config[key]["paths"]) == [".json"]
-    assert config["navmesh_instances"] == {"a": "scenes/a.navmesh", "b": "scenes/b.navmesh"}
+    assert config["navmesh_instances"] == {}  # only navmeshes that exist are named
+    assert dataset_config(["a", "b"], ["b"])["navmesh_instances"] == {"b": "scenes/b.navmesh"}
 
 
 def test_generated_dataset_files_reference_each_other(habitat_dataset: Path) -> None:
@@ -131,7 +132,8 @@ def test_generated_dataset_files_reference_each_other(habitat_dataset: Path) -> 
     names = sorted(
         p.name.removesuffix(".stage_config.json") for p in scenes.glob("*.stage_config.json")
     )
-    assert names and sorted(config["navmesh_instances"]) == names
+    assert names and config["navmesh_instances"] == {}  # no navmesh is baked yet
+    assert not list(scenes.glob("*.navmesh"))
     for section, suffix in (
         ("stages", ".stage_config.json"),
         ("scene_instances", ".scene_instance.json"),
@@ -145,4 +147,7 @@ def test_generated_dataset_files_reference_each_other(habitat_dataset: Path) -> 
         semantic = orjson.loads((scenes / f"{name}.semantic_config.json").read_bytes())
         for asset in (stage["render_asset"], semantic["semantic_asset"]):
             assert (scenes / asset).is_file()
+        assert "nav_asset" not in stage  # habitat-sim computes its own until one is baked
+        instance = orjson.loads((scenes / f"{name}.scene_instance.json").read_bytes())
+        assert "navmesh_instance" not in instance
         assert (scenes / semantic["semantic_descriptor_filename"]).is_file()

@@ -1,26 +1,32 @@
 """From a sampled instance to a VLN-CE episode: start pose, goals, reference path, labels.
 
 The episode is a habitat-lab ``VLNEpisode`` (``R2RVLN-v1``): exactly the keys in
-:data:`EPISODE_KEYS`; every CondVLN extra lives under ``info["condvln"]``. Goals and subgoals are
-their objects' approach points (``subgoals``: every target of the gold path before its goal, as
-the paper's BSA counts them; ``branch_subgoals``: those inside the gold arm, after the first
-decision — the pre-decision waypoints are the first ``horizon`` subgoals); the reference path
-is the geodesic shortest path start → subgoals → goal; ``info.geodesic_distance`` is the geodesic start → goal (not along the
-reference path). The step budget comes from the instruction and **all** its branches (the
-longest execution path), so it does not reveal which branch is correct.
+:data:`EPISODE_KEYS`; every CondVLN extra lives under ``info["condvln"]``. Subgoals are their
+objects' approach points (``subgoals``: every target of the gold path before its goal, as the
+paper's BSA counts them; ``branch_subgoals``: those inside the gold arm, after the first
+decision — the pre-decision waypoints are the first ``horizon`` subgoals). The goal is where the
+ground-truth follower (:mod:`.follower`) stops on its way to the goal object's approach point —
+within half a step (0.125 m) of it, moved onto the navigable polygon — so that replaying the
+``_gt`` locations scores NE = 0. The reference path is the exact shortest path start →
+subgoals → approach point → goal, and ``info.geodesic_distance`` the exact geodesic start → goal
+(not along the reference path); both come from the navigator passed in — the exact engine
+(:class:`~condvln.nav.ExactNavigator`) when the dataset is generated, the same engine the
+evaluator measures with. The step budget comes from the instruction and **all** its branches
+(the longest execution path), so it does not reveal which branch is correct.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from condvln.dataset.follower import FORWARD_STEP, follow
 from condvln.frames import yaw_to_quaternion
-from condvln.nav import GridNavigator
+from condvln.nav import Navigator
 from condvln.program.ast import leaf_paths
 from condvln.program.render import MAX_WORDS, render, render_linear
 from condvln.synth.sampler import Instance, Rejected
@@ -68,7 +74,7 @@ only by seeing them, so they search before they walk: with 3 the oracle-linear a
 steps in about a quarter of the procedural episodes while still searching."""
 
 
-def _path(nav: GridNavigator, points: list[tuple[float, float, float]]) -> list[list[float]]:
+def _path(nav: Navigator, points: list[tuple[float, float, float]]) -> list[list[float]]:
     """Geodesic polyline through ``points`` (joints not repeated); ``Rejected`` if blocked."""
     out: list[list[float]] = [list(points[0])]
     for a, b in itertools.pairwise(points):
@@ -84,7 +90,7 @@ def _length(path: list[list[float]]) -> float:
 
 
 def step_budget(
-    nav: GridNavigator,
+    nav: Navigator,
     inst: Instance,
     factor: float = BUDGET_FACTOR,
     per_target: int = TURN_ALLOWANCE,
@@ -102,7 +108,7 @@ def step_budget(
         points = [inst.start, *(inst.goal_points[o] for o in ids)]
         length = 0.0
         for a, b in itertools.pairwise(points):
-            d = nav.distance_field(b).distance(a)  # field value: ±2 cm is plenty for a budget
+            d = nav.distance_field(b).distance(a)
             if d is None:
                 raise Rejected("branch_unreachable")
             length += d
@@ -112,7 +118,7 @@ def step_budget(
 
 def build_episode(  # long: the episode is one literal of its VLN-CE and condvln fields
     inst: Instance,
-    nav: GridNavigator,
+    nav: Navigator,
     rng: np.random.Generator,
     *,
     scene_id: str,
@@ -129,13 +135,8 @@ def build_episode(  # long: the episode is one literal of its VLN-CE and condvln
         Rejected: ``path_not_found`` / ``branch_unreachable`` when a path cannot be found.
     """
     res = inst.resolution
-    targets = list(res.targets)
-    points = [inst.start, *(inst.goal_points[o] for o in targets)]
-    reference = _path(nav, points)
-    geodesic = nav.distance(inst.start, inst.goal_points[res.goal])
-    if geodesic is None:
-        raise Rejected("path_not_found")
     yaw = math.radians(15.0 * int(rng.integers(24)))
+    reference, gt, goal, geodesic = _route(nav, inst, yaw, radius)
     executed = leaf_paths(inst.program.steps)[res.leaf_index][1]
     text = render(inst.program, rng, max_words=MAX_WORDS)
     oracle = render_linear([g.target for g in executed], rng)
@@ -155,10 +156,13 @@ def build_episode(  # long: the episode is one literal of its VLN-CE and condvln
         ],
         "leaf_index": res.leaf_index,
         "n_branches": inst.n_leaves,
-        "goal": _goal(res.goal, inst, radius),
+        "goal": _goal(res.goal, inst, radius, goal),
         "subgoals": [_goal(o, inst, radius) for o in res.subgoals],
         "branch_subgoals": [_goal(o, inst, radius) for o in res.branch_subgoals],
-        "branch_goals": [_goal(o, inst, radius) for o in res.branch_goals],
+        "branch_goals": [
+            _goal(o, inst, radius, goal if i == res.leaf_index else None)
+            for i, o in enumerate(res.branch_goals)
+        ],
         "gold_is_nearest": inst.gold_is_nearest,
         "reference_room": inst.reference_room,
         "oracle_instruction": oracle,
@@ -173,16 +177,61 @@ def build_episode(  # long: the episode is one literal of its VLN-CE and condvln
         "start_position": list(inst.start),
         "start_rotation": list(yaw_to_quaternion(yaw)),
         "info": {"geodesic_distance": float(geodesic), "condvln": condvln},
-        "goals": [{"position": list(inst.goal_points[res.goal]), "radius": radius}],
+        "goals": [{"position": list(goal), "radius": radius}],
         "instruction": {"instruction_text": text},
         "reference_path": reference,
     }
-    return episode, follow(reference, yaw)
+    return episode, gt
 
 
-def _goal(object_id: str, inst: Instance, radius: float) -> dict[str, Any]:
+def _route(
+    nav: Navigator, inst: Instance, yaw: float, radius: float
+) -> tuple[list[list[float]], dict[str, Any], tuple[float, float, float], float]:
+    """Reference path, ground truth, goal (where the follower stops) and start → goal geodesic.
+
+    Raises:
+        Rejected: when a path cannot be found or the goal cannot be placed.
+    """
+    points = [inst.start, *(inst.goal_points[o] for o in inst.resolution.targets)]
+    reference = _path(nav, points)
+    gt = follow(reference, yaw)
+    goal = _goal_point(nav, gt["locations"][-1], inst, radius)
+    reference += _path(nav, [points[-1], goal])[1:]
+    geodesic = nav.distance(inst.start, goal)
+    if geodesic is None:
+        raise Rejected("path_not_found")
+    return reference, gt, goal, geodesic
+
+
+def _goal_point(
+    nav: Navigator, end: list[float], inst: Instance, radius: float
+) -> tuple[float, float, float]:
+    """The goal: the follower's last location, moved onto the navigable area when it is off it.
+
+    It keeps the sampler's separations: more than 2τ from the start (ground distance) and from
+    every other target of the program.
+
+    Raises:
+        Rejected: ``goal_off_map`` when the navigator cannot measure from that location to the
+            goal (nearer to an island than to the main navigable area); ``goal_separation``
+            when the move brings it within 2τ of the start or another target.
+    """
+    goal = nav.snap(end)
+    if goal is None or nav.distance(end, goal) != 0.0:
+        raise Rejected("goal_off_map")
+    gold = inst.resolution.goal
+    others = [p for o, p in inst.goal_points.items() if o != gold]
+    start_gap = math.hypot(goal[0] - inst.start[0], goal[2] - inst.start[2])
+    if start_gap <= 2 * radius or any(math.dist(goal, p) <= 2 * radius for p in others):
+        raise Rejected("goal_separation")
+    return goal
+
+
+def _goal(
+    object_id: str, inst: Instance, radius: float, position: Sequence[float] | None = None
+) -> dict[str, Any]:
     return {
         "object_id": object_id,
-        "position": list(inst.goal_points[object_id]),
+        "position": list(inst.goal_points[object_id] if position is None else position),
         "radius": radius,
     }

@@ -36,7 +36,7 @@ from condvln.graph import RelationConfig
 from condvln.habitat.layout import composed_scene_files, habitat_scene
 from condvln.habitat.semantics import DATASET_CONFIG, dataset_config
 from condvln.io import atomic_directory, output_lock, output_path
-from condvln.nav import GridNavigator
+from condvln.nav import ExactNavigator
 from condvln.parallel.executors import Executor, ordered_map
 from condvln.scene.serialize import scene_to_json
 from condvln.synth.driver import GENERATION_GRID, success_radius
@@ -109,7 +109,7 @@ def _episodes_for_scene(
 ) -> SceneEpisodes:
     spec, index, instances, config = args
     scene = spec.load()
-    nav = GridNavigator(scene, config=GENERATION_GRID)
+    nav = ExactNavigator(scene, config=GENERATION_GRID)
     radius = success_radius(scene, config.multi_room_radius, config.single_room_radius)
     rng = np.random.default_rng(scene_seed(config.seed, index) + 1)
     extras = {
@@ -342,6 +342,8 @@ def _write_split(
         if split == "test":
             answers[str(number)] = {k: full[k] for k in ("goals", "reference_path", "info")}
             answers[str(number)]["gt"] = actions
+            # VLN-CE's NDTW measure reads locations at the top of each entry of GT_PATH
+            answers[str(number)]["locations"] = actions["locations"]
             full = {k: full[k] for k in TEST_EPISODE_KEYS} | {"goals": [], "reference_path": []}
         else:
             gt[str(number)] = actions

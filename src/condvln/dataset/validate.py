@@ -4,9 +4,10 @@ For every split: the habitat-lab schema (exactly the ``VLNEpisode`` keys, extras
 ``info``), finite numbers everywhere, tokens that re-encode the text with the split's vocabulary,
 every label re-derived by the independent checker (:mod:`condvln.program.verify`) from the
 stored program, the scene file and the stamped relation config, goals and subgoals at their
-objects' approach points and reachable, the stored geodesic distance re-measured, the reference
-path running start → goal no shorter than the geodesic, and the ground-truth actions' VLN-CE
-invariants. Each problem names the split, the episode and the field.
+objects' approach points (the goal within one forward step of its approach point, where the
+ground-truth follower stops) and reachable, the stored geodesic distance re-measured with the
+exact engine (it must agree to 1e-6 m), the reference path running start → goal no shorter than
+the geodesic, and the ground-truth actions' VLN-CE invariants. Each problem names the split, the episode and the field.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from condvln.dataset.episode import (
     OPTIONAL_EPISODE_KEYS,
     TEST_EPISODE_KEYS,
 )
+from condvln.dataset.follower import FORWARD_STEP
 from condvln.dataset.schema import answer_problems, episode_problems, gt_problems, scene_file
 from condvln.dataset.vlnce import (
     SPLITS,
@@ -38,7 +40,7 @@ from condvln.dataset.vlnce import (
 from condvln.errors import CondVLNError, FormatError
 from condvln.graph import RelationConfig
 from condvln.io import check_regular_file, read_bytes, read_json
-from condvln.nav import GridNavigator
+from condvln.nav import ExactNavigator, GridNavigator
 from condvln.program.ast import program_from_dict
 from condvln.program.verify import verify_labels
 from condvln.scene.model import Scene
@@ -47,8 +49,12 @@ from condvln.scene.serialize import load_scene
 POSITION_TOLERANCE = 1e-6
 """Stored goal positions must equal the recomputed approach points this closely (m)."""
 
-GEODESIC_TOLERANCE = 0.05
-"""Re-measured geodesic distances may differ by this much (m) or 1 %, whichever is larger."""
+GEODESIC_TOLERANCE = 1e-6
+"""Re-measured geodesic distances may differ by this much (m): both come from the exact engine."""
+
+GOAL_TOLERANCE = FORWARD_STEP + 0.01
+"""The goal lies this close (m) to its object's approach point: the follower stops within half a
+step of it, and a stop off the navigable area moves onto it."""
 
 
 @dataclass
@@ -86,10 +92,11 @@ class _SceneCache:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._index: dict[str, str] | None = None
-        self._items: dict[Path, tuple[Scene, GridNavigator] | str] = {}
+        self._items: dict[Path, tuple[Scene, GridNavigator, ExactNavigator] | str] = {}
 
-    def get(self, ep: dict[str, Any]) -> tuple[Scene, GridNavigator] | str:
-        """The episode's scene and its navigator, or the one-line reason it cannot be used."""
+    def get(self, ep: dict[str, Any]) -> tuple[Scene, GridNavigator, ExactNavigator] | str:
+        """The episode's scene and its navigators (grid: approach points as generation picks
+        them; exact: geodesics), or the one-line reason it cannot be used."""
         try:
             if self._index is None:
                 self._index = load_scene_index(self.root)
@@ -100,7 +107,8 @@ class _SceneCache:
         if path not in self._items:
             try:
                 scene = load_scene(path)
-                self._items[path] = (scene, GridNavigator(scene))
+                grid = GridNavigator(scene)
+                self._items[path] = (scene, grid, ExactNavigator(scene, area=grid.area))
             except CondVLNError as exc:
                 self._items[path] = f"{path}: {exc}" if str(path) not in str(exc) else str(exc)
         return self._items[path]
@@ -150,7 +158,9 @@ def _object(scene: Scene, object_id: str, field: str) -> tuple[Any, list[tuple[s
         return None, [(field, f"names no object of the scene: {object_id!r}")]
 
 
-def _check_labels(ep: dict[str, Any], scene: Scene, nav: GridNavigator) -> list[tuple[str, str]]:
+def _check_labels(
+    ep: dict[str, Any], scene: Scene, nav: GridNavigator, exact: ExactNavigator
+) -> list[tuple[str, str]]:
     info = ep["info"]["condvln"]
     try:
         program = program_from_dict(info["program"])
@@ -189,19 +199,20 @@ def _check_labels(ep: dict[str, Any], scene: Scene, nav: GridNavigator) -> list[
     except (CondVLNError, KeyError, TypeError, ValueError, RecursionError) as exc:
         found = [f"program cannot be run on the scene ({exc})"]
     problems += [("info.condvln.program", p) for p in found]
-    for field_name, goal in named[: 1 + len(info["subgoals"])]:
+    for k, (field_name, goal) in enumerate(named[: 1 + len(info["subgoals"])]):
         point = nav.approach_point(objects[field_name])
-        if point is None or not _near(point, goal["position"]):
+        tolerance = GOAL_TOLERANCE if k == 0 else POSITION_TOLERANCE
+        if point is None or not _near(point, goal["position"], tolerance):
             problems.append((f"{field_name}.position", "not the object's approach point"))
     tail = info["subgoals"][len(info["subgoals"]) - len(in_branch) :] if in_branch else []
     if [g["position"] for g in tail] != [g["position"] for g in in_branch]:
         problems.append(("info.condvln.branch_subgoals", "not the last subgoals"))
     if not _near(ep["goals"][0]["position"], info["goal"]["position"]):
         problems.append(("goals[0].position", "differs from info.condvln.goal.position"))
-    return problems + _check_paths(ep, nav)
+    return problems + _check_paths(ep, exact)
 
 
-def _check_paths(ep: dict[str, Any], nav: GridNavigator) -> list[tuple[str, str]]:
+def _check_paths(ep: dict[str, Any], nav: ExactNavigator) -> list[tuple[str, str]]:
     start, goal = ep["start_position"], ep["goals"][0]["position"]
     path = ep["reference_path"]
     problems = []
@@ -211,10 +222,10 @@ def _check_paths(ep: dict[str, Any], nav: GridNavigator) -> list[tuple[str, str]
     stored = ep["info"]["geodesic_distance"]
     if geodesic is None:
         return [*problems, ("goals[0].position", "unreachable from start_position")]
-    if abs(geodesic - stored) > max(GEODESIC_TOLERANCE, 0.01 * geodesic):
-        problems.append(("info.geodesic_distance", f"stored {stored:.3f}, measured {geodesic:.3f}"))
+    if abs(geodesic - stored) > GEODESIC_TOLERANCE:
+        problems.append(("info.geodesic_distance", f"stored {stored:.6f}, measured {geodesic:.6f}"))
     length = sum(math.dist(a, b) for a, b in itertools.pairwise(path))
-    if length + max(GEODESIC_TOLERANCE, 0.01 * stored) < stored:  # the re-measuring tolerance
+    if length + GEODESIC_TOLERANCE < stored:
         problems.append(("reference_path", "shorter than the geodesic distance"))
     return problems
 
@@ -256,8 +267,8 @@ def _episode_problems(
     if isinstance(loaded, str):
         named = "scene_file" in ep["info"]["condvln"] if isinstance(ep.get("info"), dict) else False
         return [*problems, ("info.condvln.scene_file" if named else "scene_id", loaded)]
-    scene, nav = loaded
-    return problems + _check_labels(ep, scene, nav) + _check_gt(ep, gt)
+    scene, nav, exact = loaded
+    return problems + _check_labels(ep, scene, nav, exact) + _check_gt(ep, gt)
 
 
 def _scene_disjointness(root: Path, used: dict[str, set[str]]) -> list[str]:

@@ -19,9 +19,13 @@ episode of the split in continuous mode with :func:`~.scoring.score_episode`, ag
 
 Distances, as VLN-CE measures them:
 
-* geodesic (goal, subgoals, every branch goal) from the navigation layer's distance fields —
-  one :class:`~condvln.nav.GridNavigator` per scene, one field per target, a vectorised query
-  over all trajectory positions;
+* geodesic (goal, subgoals, every branch goal) from the exact engine — one
+  :class:`~condvln.nav.ExactNavigator` per scene, one field per target (the same engine and
+  the same computation that stored ``info.geodesic_distance``, so a start position scores
+  exactly ℓ). Every distance a metric can depend on is exact: the last position, every
+  position within the target's radius (straight line), and the nearest position (branch and
+  bound on the straight-line distance); other positions carry their straight-line ground
+  distance, a lower bound above the radius and above that minimum (:meth:`SceneGeodesic.distances`);
 * Euclidean for TL, nDTW and CLS; the reference of nDTW / SDTW / CLS is the episode's dense
   ground truth (``locations`` of ``{split}_gt.json.gz``; test: ``test_answers.json.gz``) as in
   VLN-CE's ``NDTW`` measure, or — for an episode without one — its ``reference_path``
@@ -85,17 +89,20 @@ from condvln.evaluation.scoring import Record, invalid_episode, score_episode
 from condvln.evaluation.spaces import ContinuousSpace, FloatArray
 from condvln.evaluation.tables import (
     FAILURE_CATEGORIES,
+    NDTW_LEGEND,
     ResultTable,
+    spl_legend,
     table2,
     table3,
     terminal_tables,
 )
 from condvln.io import atomic_write_bytes, dumps_json, output_lock, output_path
-from condvln.nav import GridConfig, GridNavigator, Unreachable
-from condvln.nav.geodesic import HAVE_SKFMM, GeodesicField
+from condvln.nav import ExactField, ExactNavigator, GridConfig, Unreachable
+from condvln.nav._visibility import metric_rows
 from condvln.parallel.executors import Executor, ordered_map
 from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
+from condvln.scene.model import Scene
 from condvln.scene.serialize import load_scene
 
 LABEL_KEYS = (
@@ -141,40 +148,72 @@ MAIN_METRICS = (
 """Metrics reported in breakdowns and in the printed summary."""
 
 NAV_CONFIG = GridConfig()
-"""Navigator settings for scoring (the generation grid: 5 cm cells, fast marching)."""
+"""Navigator settings for scoring: snapping (``max_snap``) as generation."""
 
 EXTRA_IDS_LISTED = 100
 """At most this many extra episode ids are listed in ``metrics.json`` (all are counted)."""
 
 
 class SceneGeodesic:
-    """Geodesic distances in one scene: a navigator and one cached distance field per target.
+    """Exact geodesic distances in one scene: a navigator and one cached field per target.
 
     Args:
-        scene_file: the scene JSON file.
+        scene: the scene, or its JSON file.
     """
 
-    def __init__(self, scene_file: Path) -> None:
-        self.navigator = GridNavigator(load_scene(scene_file), config=NAV_CONFIG)
-        self._fields: dict[tuple[float, ...], GeodesicField] = {}
+    def __init__(self, scene: Scene | Path) -> None:
+        scene = scene if isinstance(scene, Scene) else load_scene(scene)
+        self.navigator = ExactNavigator(scene, config=NAV_CONFIG)
+        self._fields: dict[tuple[float, ...], ExactField] = {}
 
-    def field(self, target: FloatArray) -> GeodesicField:
-        """The distance field of ``target`` (solved once; :class:`Unreachable` if off-map)."""
-        key = tuple(np.round(np.asarray(target, dtype=np.float64), 3).tolist())
-        if key not in self._fields:
-            self._fields[key] = self.navigator.distance_field(key)
-        return self._fields[key]
+    def field(self, target: FloatArray) -> ExactField:
+        """The exact field of ``target`` (solved once; :class:`Unreachable` if off-map)."""
+        key = tuple(np.asarray(target, dtype=np.float64).tolist())
+        field = self._fields.get(key)
+        if field is None:
+            field = self._fields[key] = self.navigator.distance_field(key)
+        return field
 
     def off_map(self, points: FloatArray, goal: FloatArray) -> FloatArray:
         """Boolean mask of the points the navigator cannot reach (measured with ``goal``'s field)."""
-        return np.ma.getmaskarray(self.field(goal).query(points))
+        return ~self.field(goal).reachable(points)
 
     def distances(self, points: FloatArray, target: FloatArray, radius: float) -> FloatArray:
-        """Geodesic ``points → target``; unreachable points follow the module's off-map rule."""
-        result = self.field(target).query(points)
-        floor = np.nextafter(radius, np.inf)
-        fallback = np.maximum(np.linalg.norm(points - target, axis=-1), floor)
-        return np.where(np.ma.getmaskarray(result), fallback, result.data)
+        """Geodesic ``points → target`` wherever a metric can depend on it (see :meth:`rows`)."""
+        return self.rows(points, np.asarray(target, dtype=np.float64)[None], radius)[0]
+
+    def rows(self, points: FloatArray, targets: FloatArray, radius: float) -> FloatArray:
+        """Geodesic ``points → targets`` ``(len(targets), len(points))`` wherever a metric can
+        depend on it (the module notes); repeated positions are measured once and every
+        position is snapped once.
+
+        Exact: the last point, every point whose straight-line ground distance is at most
+        ``radius`` and the minimum over all points (branch and bound: points are measured in
+        order of ground distance until that exceeds the smallest measured value). Unreachable
+        points follow the module's off-map rule. Every other point gets its ground distance,
+        a lower bound of its geodesic that is above ``radius`` and not below the minimum, so
+        NE, success, oracle success / NE, subgoals reached and branch choice are exact
+        (:func:`condvln.nav._visibility.metric_rows`).
+        """
+        moved = np.ones(len(points), dtype=bool)  # in-place turns repeat the last position
+        moved[1:] = (points[1:] != points[:-1]).any(axis=1)
+        unique, inverse = np.ascontiguousarray(points[moved]), np.cumsum(moved) - 1
+        polygon = self.navigator.polygon
+        snapped, ok = polygon.locate(unique[:, [0, 2]], NAV_CONFIG.max_snap)
+        fields = [self.field(t) for t in targets]
+        out = metric_rows(
+            *polygon.kernel_args,
+            polygon.corners,
+            np.stack([f.vertex_distance for f in fields]),
+            np.array([f.goal for f in fields], dtype=np.float64).reshape(-1, 3),
+            unique,
+            np.ascontiguousarray(snapped),
+            ok,
+            int(inverse[-1]),
+            float(radius),
+            float(np.nextafter(radius, np.inf)),
+        )
+        return out[:, inverse]
 
 
 def sha256_file(path: Path) -> str:
@@ -247,7 +286,7 @@ def score_prediction(
         off_map = int(np.count_nonzero(geodesic.off_map(trajectory.positions, target)))
         record = score_episode(
             trajectory.positions,
-            space=ContinuousSpace(lambda p, t: geodesic.distances(p, t, radius)),
+            space=ContinuousSpace(rows=lambda p, t: geodesic.rows(p, t, radius)),
             radius=radius,
             reference_path=reference,
             goal=goal["position"],
@@ -459,19 +498,41 @@ def fidelity_summary(
     return {
         "ndtw_threshold": options.fidelity_threshold,
         "reference": "ground-truth locations (VLN-CE NDTW measure)",
+        "dtw": "exact",
         "gt_file": gt_file,
         "episodes_gt": sources["gt"],
         "episodes_densified": sources["densified"],
         "densify_step": VLNCE_STEP,
+        "spl_gt_replay": gt_replay_spl(records),
     }
+
+
+def gt_replay_spl(records: Sequence[Record]) -> float | None:
+    """Mean SPL a perfect replay of the nDTW reference (the ``_gt`` locations) scores on the
+    scored episodes: it stops at the goal (success), so ``ℓ / max(ℓ, reference length)``.
+
+    >>> gt_replay_spl([{"geodesic_distance": 3.0, "reference_path_length": 4.0},
+    ...                {"geodesic_distance": 2.0, "reference_path_length": 2.0},
+    ...                {"geodesic_distance": None, "reference_path_length": None}])
+    0.875
+    """
+    values = [
+        ell / max(ell, length) if max(ell, length) > 0 else 1.0
+        for r in records
+        if (ell := r.get("geodesic_distance")) is not None
+        and (length := r.get("reference_path_length")) is not None
+    ]
+    return float(np.mean(values)) if values else None
 
 
 def fidelity_note(fidelity: Mapping[str, Any]) -> str:
     """One caption line for the tables: d_th and the reference of nDTW / SDTW / CLS.
 
     >>> fidelity_note({"ndtw_threshold": 3.0, "episodes_gt": 5, "episodes_densified": 0,
-    ...                "densify_step": 0.25})
-    'nDTW / SDTW / CLS: d_th = 3.0 m; reference = _gt locations (5 episodes)'
+    ...                "densify_step": 0.25, "spl_gt_replay": 0.7})  # doctest: +NORMALIZE_WHITESPACE
+    'nDTW / SDTW / CLS: d_th = 3.0 m; reference = _gt locations (5 episodes); nDTW: exact DTW
+    (VLN-CE `FDTW=False`); SPL of a perfect _gt replay: 0.700 (ℓ = start → goal geodesic, as
+    VLN-CE; the subgoals lengthen the path)'
     """
     parts = [f"_gt locations ({fidelity['episodes_gt']} episodes)"]
     if fidelity["episodes_densified"]:
@@ -479,9 +540,16 @@ def fidelity_note(fidelity: Mapping[str, Any]) -> str:
             f"reference_path densified every {fidelity['densify_step']} m "
             f"({fidelity['episodes_densified']} episodes without _gt)"
         )
+    legend = "; ".join(legend_lines(fidelity).values())
     return f"nDTW / SDTW / CLS: d_th = {fidelity['ndtw_threshold']} m; reference = " + (
-        ", ".join(parts)
+        f"{', '.join(parts)}; {legend}"
     )
+
+
+def legend_lines(fidelity: Mapping[str, Any]) -> dict[str, str]:
+    """The legend of every table and of ``metrics.json``: nDTW's DTW and the SPL of a perfect
+    ``_gt`` replay (:func:`gt_replay_spl`) beside SPL."""
+    return {"ndtw": NDTW_LEGEND, "spl": spl_legend(fidelity.get("spl_gt_replay"))}
 
 
 def metrics_and_tables(
@@ -498,6 +566,7 @@ def metrics_and_tables(
     metrics = {
         "run": name,
         "split": split,
+        "legend": legend_lines(fidelity),
         "counts": counts,
         "fidelity": fidelity,
         **summarize(records, seed=seed),
@@ -538,7 +607,7 @@ def _manifest(
         },
         "seed": seed,
         "metric_options": dataclasses.asdict(options),
-        "navigator": dataclasses.asdict(NAV_CONFIG) | {"fast_marching_available": HAVE_SKFMM},
+        "navigator": {"backend": "exact", "max_snap": NAV_CONFIG.max_snap},
         "off_map_rule": "unreachable positions: straight-line distance, raised above the radius",
         "python": sys.version.split()[0],
         "numpy": np.__version__,

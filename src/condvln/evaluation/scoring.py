@@ -165,11 +165,12 @@ def score_episode(
         raise ValidationError("an episode needs a goal or a reference path")
     n_sub, n_arm = len(subgoals), len(branch_subgoals)
     leaves = [] if branch_goals is None or gold_branch is None else list(branch_goals)
-    targets = _targets(space, ref, goal, [*subgoals, *branch_subgoals, *leaves])
+    targets = _targets(space, ref, goal, [*subgoals, *branch_subgoals])
     dist = space.to_targets(traj, targets)
     goal_d, sub_d = dist[0], dist[1 : 1 + n_sub]
     arm_d = dist[1 + n_sub : 1 + n_sub + n_arm]
-    leaf_d = dist[1 + n_sub + n_arm :, -1]
+    # leaf goals matter at the final position only (branch choice)
+    leaf_d = space.to_targets(traj[-1:], space.encode(leaves))[:, 0] if leaves else np.empty(0)
     if shortest_path_length is None:
         start = traj[:1] if ref is None else ref[:1]
         shortest_path_length = float(space.to_targets(start, targets[:1])[0, 0])

@@ -38,6 +38,10 @@ FloatArray = NDArray[np.float64]
 GeodesicFn = Callable[[FloatArray, FloatArray], FloatArray]
 """``geodesic(points, target) -> distances``: points ``(n, d)``, one target ``(d,)``, result ``(n,)``."""
 
+GeodesicRowsFn = Callable[[FloatArray, FloatArray], FloatArray]
+"""``rows(points, targets) -> distances``: points ``(n, d)``, targets ``(m, d)``, result ``(m, n)``
+(one call for all targets, e.g. to share the points' snapping)."""
+
 
 class MetricSpace(Protocol):
     """What the metric functions need from a space (continuous or nav-graph)."""
@@ -81,10 +85,15 @@ class ContinuousSpace:
         geodesic: ``geodesic(points, target) -> distances`` (e.g. a navmesh distance field
             sampled at the points). ``None`` uses the Euclidean distance, which equals the
             geodesic only in obstacle-free space.
+        rows: ``rows(points, targets) -> (len(targets), len(points))``, used instead of
+            ``geodesic`` when given (all targets in one call).
     """
 
-    def __init__(self, geodesic: GeodesicFn | None = None) -> None:
+    def __init__(
+        self, geodesic: GeodesicFn | None = None, *, rows: GeodesicRowsFn | None = None
+    ) -> None:
         self.geodesic = geodesic
+        self.rows = rows
 
     def encode(self, path: Sequence[Any] | ArrayLike) -> FloatArray:
         """Positions as a finite ``(n, d)`` float array (``n`` may be 0)."""
@@ -99,6 +108,9 @@ class ContinuousSpace:
 
     def to_targets(self, points: FloatArray, targets: FloatArray) -> FloatArray:
         """Geodesic distance from every point to every target, ``(len(targets), len(points))``."""
+        if len(targets) and self.rows is not None:
+            out = np.asarray(self.rows(points, targets), dtype=np.float64)
+            return _checked(out.reshape(len(targets), len(points)), "geodesic distances")
         if self.geodesic is None:
             return pairwise_euclidean(targets, points)
         rows = [np.asarray(self.geodesic(points, t), dtype=np.float64) for t in targets]

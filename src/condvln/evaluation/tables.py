@@ -99,6 +99,23 @@ class Row:
     values: tuple[float | None, ...]
 
 
+NDTW_LEGEND = "nDTW: exact DTW (VLN-CE `FDTW=False`)"
+"""Legend line of every table and of ``metrics.json``: how nDTW is computed."""
+
+
+def spl_legend(gt_replay_spl: float | None) -> str:
+    """Legend line of SPL: what a perfect ``_gt`` replay scores on the split.
+
+    >>> spl_legend(0.6812)
+    'SPL of a perfect _gt replay: 0.681 (ℓ = start → goal geodesic, as VLN-CE; the subgoals lengthen the path)'
+    """
+    shown = "–" if gt_replay_spl is None else f"{gt_replay_spl:.3f}"
+    return (
+        f"SPL of a perfect _gt replay: {shown} "
+        "(ℓ = start → goal geodesic, as VLN-CE; the subgoals lengthen the path)"
+    )
+
+
 @dataclass(frozen=True)
 class ResultTable:
     """A table with grouped columns.

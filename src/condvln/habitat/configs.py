@@ -12,7 +12,14 @@ working directory):
   VLN-CE experiment config.
 - ``condvln_vln.yaml`` — a habitat-lab ≥ 0.3 Hydra config: habitat-lab's ``benchmark/nav/vln_r2r``
   with the dataset type ``R2RVLN-v1``, ``data_path``, ``scenes_dir``, ``max_episode_steps`` and the
-  success distance replaced; load it with ``habitat.get_config(path)``.
+  success distance replaced; for composed scenes ``simulator.scene_dataset`` is the dataset's
+  ``condvln.scene_dataset_config.json`` (semantic scene, regions, navmeshes once baked), and the
+  agent is VLN-CE's body (radius 0.1 m, height 1.5 m, max climb 0.2 m), from which habitat-sim
+  computes the navmesh of a scene that has none (habitat-lab's ``default_agent_navmesh``). Load
+  it with ``habitat.get_config(path)``.
+
+The test split's ground truth is in ``test/test_answers.json.gz`` (the public split hides it),
+so ``TASK.NDTW.GT_PATH`` of a VLN-CE config for ``test`` points there.
 
 ``SCENES_DIR`` is the dataset folder for composed scenes (``scene_id = scenes/NAME.glb``) and the
 user's scene datasets folder (``--scenes-dir``) for Matterport3D, Gibson and ReplicaCAD episodes.
@@ -29,7 +36,9 @@ import yaml
 from condvln.dataset.vlnce import SPLITS, available_splits, load_split, split_path
 from condvln.errors import ConfigError, FormatError
 from condvln.habitat.layout import DEFAULT_SCENES_DIR
+from condvln.habitat.semantics import DATASET_CONFIG
 from condvln.io import atomic_write_bytes, read_json
+from condvln.nav.agent import AgentSpec
 
 VLNCE_FILE = "vlnce_task.yaml"
 HYDRA_FILE = "condvln_vln.yaml"
@@ -39,6 +48,9 @@ NDTW_DISTANCE = 3.0
 
 FORWARD_STEP = 0.25
 TURN_ANGLE = 15
+
+BODY = AgentSpec()
+"""VLN-CE's agent body (habitat-lab's agent defaults too): the navmesh habitat-sim computes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +135,18 @@ def _success_distance(facts: DatasetFacts, override: float | None) -> float:
     )
 
 
+def gt_file(root: Path, split: str) -> Path:
+    """The ground-truth file VLN-CE's NDTW measure reads for ``split`` (``{split}`` kept as a
+    placeholder for the other splits, as VLN-CE formats it; the test split's answers file).
+
+    >>> gt_file(Path("/d"), "test").as_posix(), gt_file(Path("/d"), "val_seen").as_posix()
+    ('/d/test/test_answers.json.gz', '/d/{split}/{split}_gt.json.gz')
+    """
+    if split == "test":
+        return split_path(root, "test", "_answers")
+    return root / "{split}" / "{split}_gt.json.gz"
+
+
 def vlnce_task_config(
     facts: DatasetFacts, scenes_dir: Path, split: str, success: float
 ) -> dict[str, Any]:
@@ -161,7 +185,7 @@ def vlnce_task_config(
             "NDTW": {
                 "SPLIT": split,
                 "FDTW": False,
-                "GT_PATH": str(root / "{split}" / "{split}_gt.json.gz"),
+                "GT_PATH": str(gt_file(root, split)),
                 "SUCCESS_DISTANCE": NDTW_DISTANCE,
             },
         },
@@ -178,11 +202,26 @@ def habitat_lab_config(
     facts: DatasetFacts, scenes_dir: Path, split: str, success: float
 ) -> dict[str, Any]:
     """The habitat-lab Hydra config (habitat-lab's ``benchmark/nav/vln_r2r`` with our paths)."""
+    simulator: dict[str, Any] = {
+        "forward_step_size": FORWARD_STEP,
+        "turn_angle": TURN_ANGLE,
+        "default_agent_navmesh": True,
+        "agents": {
+            "main_agent": {
+                "radius": BODY.radius,
+                "height": BODY.height,
+                "max_climb": BODY.max_climb,
+            }
+        },
+    }
+    scene_dataset = facts.root / DATASET_CONFIG
+    if facts.composed and scene_dataset.is_file():
+        simulator["scene_dataset"] = str(scene_dataset)
     return {
         "defaults": [{"/benchmark/nav": "vln_r2r"}, "_self_"],
         "habitat": {
             "environment": {"max_episode_steps": facts.max_budget},
-            "simulator": {"forward_step_size": FORWARD_STEP, "turn_angle": TURN_ANGLE},
+            "simulator": simulator,
             "task": {"measurements": {"success": {"success_distance": success}}},
             "dataset": {
                 "type": "R2RVLN-v1",

@@ -6,14 +6,16 @@ its navmesh with VLN-CE's agent body (radius 0.1 m, height 1.5 m, max climb 0.2 
 :class:`~condvln.nav.agent.AgentSpec` defaults) and saves it:
 
 - composed scenes: ``scenes/NAME.navmesh`` beside ``NAME.glb`` (the name habitat-sim looks for
-  next to a bare GLB, and the ``nav_asset`` of the stage config);
+  next to a bare GLB); the stage config (``nav_asset``), the scene instance and the dataset's
+  scene dataset config (``navmesh_instances``) then name it — before baking they name none;
 - real assets: ``navmeshes/<scene_id without its extension>.navmesh`` inside the dataset (the
   user's dataset folders are never written).
 
 Then every episode with a stored ``info.geodesic_distance`` (test episodes: from the answers
 file) is re-measured start → goal with habitat-sim's path finder through
 :class:`~condvln.nav.habitat.HabitatNavigator`, and the differences from ours are summarised in
-``navmesh_report.json``. Without habitat-sim the command stops before doing anything, with one
+``navmesh_report.json`` (ours come from the exact engine on the navigable polygon, habitat-sim's
+from its voxelised navmesh). Without habitat-sim the command stops before doing anything, with one
 line naming what to install.
 """
 
@@ -38,6 +40,7 @@ from condvln.dataset.vlnce import (
 )
 from condvln.errors import ConfigError, FormatError
 from condvln.habitat.layout import DEFAULT_SCENES_DIR
+from condvln.habitat.semantics import DATASET_CONFIG, dataset_config, scene_instance, stage_config
 from condvln.io import atomic_write_bytes, read_json
 from condvln.nav.agent import AgentSpec
 from condvln.nav.habitat import INSTALL_HINT, HabitatNavigator, import_habitat_sim
@@ -178,10 +181,32 @@ def bake_navmeshes(
         finally:
             sim.close()
         advance()
+    _name_navmeshes(root, sorted(grouped), report.navmeshes)
     atomic_write_bytes(
         root / REPORT_FILE, orjson.dumps(report.summary(), option=orjson.OPT_INDENT_2)
     )
     return report
+
+
+def _name_navmeshes(root: Path, scene_ids: list[str], baked: list[str]) -> None:
+    """Name the baked navmeshes of composed scenes in their stage and scene-instance configs and
+    in the dataset's scene dataset config (until then those name none)."""
+    composed = [PurePosixPath(s).stem for s in scene_ids if s.startswith("scenes/")]
+    with_navmesh = [PurePosixPath(b).stem for b in baked if b.startswith("scenes/")]
+    if not composed:
+        return
+
+    def doc(value: object) -> bytes:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2)
+
+    for name in with_navmesh:
+        atomic_write_bytes(
+            root / "scenes" / f"{name}.stage_config.json", doc(stage_config(name, True))
+        )
+        atomic_write_bytes(
+            root / "scenes" / f"{name}.scene_instance.json", doc(scene_instance(name, True))
+        )
+    atomic_write_bytes(root / DATASET_CONFIG, doc(dataset_config(composed, with_navmesh)))
 
 
 def _measure(navigator: HabitatNavigator, ep: dict[str, Any], report: NavmeshReport) -> None:

@@ -14,17 +14,22 @@ formats habitat-sim's attribute managers and semantic-scene loaders read:
   ``poly_loop``, ``floor_height``, ``extrusion_height`` up to the ceiling, bounds, ``label`` = the
   room type), and ``user_defined.condvln_instances``: instance id → our object id, category, room
   and kind, so every object id appears exactly once.
-- ``NAME.stage_config.json`` — the stage: render / collision asset ``NAME.glb``, navmesh
-  ``NAME.navmesh``, semantic asset and descriptor, up / front of the Matterport convention the
-  GLB's root node encodes (see :mod:`condvln.habitat.export`).
-- ``NAME.scene_instance.json`` — the scene: the stage, its semantic scene and navmesh handles.
+- ``NAME.stage_config.json`` — the stage: render / collision asset ``NAME.glb``, semantic asset
+  and descriptor, up / front of the Matterport convention the GLB's root node encodes (see
+  :mod:`condvln.habitat.export`), and the navmesh ``NAME.navmesh`` once one exists.
+- ``NAME.scene_instance.json`` — the scene: the stage, its semantic scene and (once it exists)
+  navmesh handles.
 
 and, once per dataset, ``condvln.scene_dataset_config.json`` at the dataset root, which points
-habitat-sim's stage, scene-instance and semantic managers at ``scenes/``.
+habitat-sim's stage, scene-instance and semantic managers at ``scenes/``. Navmesh files are named
+only where they exist: ``condvln generate`` writes none (habitat-sim then computes its own from
+the agent's body, as habitat-lab asks it to), ``condvln habitat navmesh`` bakes them and names
+them in these files (:func:`stage_config`, :func:`scene_instance`, :func:`dataset_config`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from shapely.geometry.base import BaseGeometry
@@ -111,14 +116,14 @@ def semantic_config(name: str, scene: Scene, scene_mesh: SceneMesh) -> dict[str,
     }
 
 
-def stage_config(name: str) -> dict[str, Any]:
-    """The ``NAME.stage_config.json`` document."""
+def stage_config(name: str, navmesh: bool = False) -> dict[str, Any]:
+    """The ``NAME.stage_config.json`` document (``navmesh``: name ``NAME.navmesh``)."""
     return {
         "render_asset": f"{name}.glb",
         "collision_asset": f"{name}.glb",
         "semantic_asset": f"{name}.semantic.glb",
         "semantic_descriptor_filename": f"{name}_semantic.txt",
-        "nav_asset": f"{name}.navmesh",
+        **({"nav_asset": f"{name}.navmesh"} if navmesh else {}),
         "up": MP3D_UP,
         "front": MP3D_FRONT,
         "semantic_up": MP3D_UP,
@@ -128,18 +133,20 @@ def stage_config(name: str) -> dict[str, Any]:
     }
 
 
-def scene_instance(name: str) -> dict[str, Any]:
-    """The ``NAME.scene_instance.json`` document (the stage only: objects are part of it)."""
+def scene_instance(name: str, navmesh: bool = False) -> dict[str, Any]:
+    """The ``NAME.scene_instance.json`` document (the stage only: objects are part of it;
+    ``navmesh``: name the dataset's navmesh instance ``NAME``)."""
     return {
         "stage_instance": {"template_name": name},
         "object_instances": [],
-        "navmesh_instance": name,
+        **({"navmesh_instance": name} if navmesh else {}),
         "semantic_scene_instance": name,
     }
 
 
-def dataset_config(names: list[str]) -> dict[str, Any]:
-    """The dataset-level ``condvln.scene_dataset_config.json`` (paths relative to it)."""
+def dataset_config(names: list[str], navmeshes: Sequence[str] = ()) -> dict[str, Any]:
+    """The dataset-level ``condvln.scene_dataset_config.json`` (paths relative to it); only
+    the scenes in ``navmeshes`` (those with a ``scenes/NAME.navmesh`` file) get a navmesh."""
     return {
         "stages": {"paths": {".json": ["scenes/*.stage_config.json"]}},
         "objects": {"paths": {".json": []}},
@@ -148,5 +155,7 @@ def dataset_config(names: list[str]) -> dict[str, Any]:
         "semantic_scene_descriptor_instances": {
             "paths": {".json": ["scenes/*.semantic_config.json"]}
         },
-        "navmesh_instances": {name: f"scenes/{name}.navmesh" for name in sorted(names)},
+        "navmesh_instances": {
+            name: f"scenes/{name}.navmesh" for name in sorted(names) if name in set(navmeshes)
+        },
     }

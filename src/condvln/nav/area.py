@@ -30,6 +30,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import cast
 
 import numpy as np
@@ -40,6 +41,7 @@ from shapely.geometry import LineString, MultiLineString, Point, Polygon, box
 from shapely.geometry.base import BaseGeometry
 
 from condvln.errors import ValidationError
+from condvln.nav import _kernels
 from condvln.nav.agent import AgentSpec
 from condvln.nav.grid import FloatArray, GridFrame, frame_around
 from condvln.scene.model import Door, Room, Scene, SceneObject
@@ -108,6 +110,38 @@ class NavArea:
         """Whether each ground point ``(N, 2)`` lies in a cell of the main navigable region."""
         rows, cols, inside = self.frame.cells(xz)
         return inside & self.free[rows, cols]
+
+    @cached_property
+    def floor_heights(self) -> FloatArray:
+        """Floor height of every cell: its room's, else the nearest room's."""
+        heights = np.array([room.floor_height for room in self.scene.rooms], dtype=np.float64)
+        index = self.room_index
+        if (index < 0).all() or (heights == heights[0]).all():
+            return np.full(index.shape, heights[0])
+        near_rows, near_cols = ndimage.distance_transform_edt(
+            index < 0, return_distances=False, return_indices=True
+        )
+        return heights[index[near_rows, near_cols]]
+
+    @cached_property
+    def _view(self) -> tuple[NDArray[np.bool_], float, float, float]:
+        frame = self.frame
+        view = np.ascontiguousarray(self.view_blocked, dtype=np.bool_)
+        return view, float(frame.origin[0]), float(frame.origin[1]), float(frame.cell_size)
+
+    def visible(self, a: tuple[float, float], b: tuple[float, float]) -> bool:
+        """Whether ground point ``b`` is visible from ``a``: no wall between them (furniture does
+        not block). The cells holding ``a`` and ``b`` themselves are ignored, so an object on a
+        wall is visible from its room."""
+        (ax, az), (bx, bz) = a, b
+        return not _kernels.segment_hits(*self._view, ax, az, bx, bz, True)
+
+    def point(self, x: float, z: float) -> tuple[float, float, float]:
+        """The 3D point at ground position ``(x, z)`` on the floor of the room holding it."""
+        frame = self.frame
+        row = min(max(math.floor((z - frame.origin[1]) / frame.cell_size), 0), frame.shape[0] - 1)
+        col = min(max(math.floor((x - frame.origin[0]) / frame.cell_size), 0), frame.shape[1] - 1)
+        return (float(x), float(self.floor_heights[row, col]), float(z))
 
 
 def room_floor(room: Room) -> BaseGeometry | None:
@@ -238,7 +272,7 @@ def build_nav_area(
     obstacles = obstacle_footprints(scene, agent)
     blockers = shapely.unary_union([walls, *(shape for _, shape in obstacles)])
     polygon = union.buffer(-agent.radius).difference(blockers.buffer(agent.radius))
-    free_any = _rasterize(polygon, frame)
+    free_any = rasterize(polygon, frame)
     free, islands = _main_component(free_any, frame)
     if not free.any():
         raise ValidationError(f"scene {scene.id!r}: no navigable area for this agent")
@@ -259,7 +293,7 @@ def build_nav_area(
     )
 
 
-def _rasterize(geometry: BaseGeometry, frame: GridFrame) -> NDArray[np.bool_]:
+def rasterize(geometry: BaseGeometry, frame: GridFrame) -> NDArray[np.bool_]:
     """Cells whose centre lies inside ``geometry``."""
     mask = np.zeros(frame.shape, dtype=bool)
     if geometry.is_empty:
@@ -317,7 +351,7 @@ def _room_index(floors: Sequence[BaseGeometry | None], frame: GridFrame) -> NDAr
     for i, floor in enumerate(floors):
         if floor is None or floor.is_empty:
             continue
-        inside = _rasterize(floor, frame) & (index < 0)
+        inside = rasterize(floor, frame) & (index < 0)
         index[inside] = i
     return index
 

@@ -1,27 +1,23 @@
-"""Geodesic queries: distance fields, distances, any-angle shortest paths and approach points.
+"""The grid backend: distance fields, distances, any-angle shortest paths on the occupancy grid.
 
-:class:`Navigator` is the interface the rest of CondVLN uses; :class:`GridNavigator` is the
-built-in backend on the occupancy grid of :mod:`condvln.nav.area` and
-:class:`~condvln.nav.habitat.HabitatNavigator` wraps habitat-sim's path finder.
+:class:`GridNavigator` implements :class:`~condvln.nav.protocol.Navigator` on the occupancy grid
+of :mod:`condvln.nav.area`. The simulator moves on this grid (collisions) and agents plan on it;
+the geodesics that episodes store and the evaluator scores come from the exact engine
+(:mod:`condvln.nav.exact`), because the grid is measurably longer (a 5 cm grid narrows or closes
+passages that the navigable polygon keeps open; see ``benchmarks/bench_nav.py``).
 
-Conventions:
+Conventions (besides those of :mod:`condvln.nav.protocol`):
 
-* Points are 3D Habitat points ``(x, y, z)``; only ``(x, z)`` matter. Returned points get
-  ``y`` = the floor height of the room that holds them (the nearest room outside every room).
 * Query points off the navigable area are moved to the nearest free cell when that is at most
   ``GridConfig.max_snap`` away; a point that lands in an island (a component that is not the
   main region) or farther away is **unreachable**.
-* Unreachable is explicit: :meth:`Navigator.distance` and :meth:`Navigator.shortest_path` return
-  ``None``, :meth:`GeodesicField.query` masks the entry (``numpy.ma``), and
-  :meth:`Navigator.distance_field` raises :class:`Unreachable`. No NaN or inf is returned.
 * A distance field is solved once per goal (fast marching by default, Dijkstra on the
   16-connected grid as the fallback) and cached (LRU, keyed by the goal rounded to 1 mm).
   Field values carry the solver's error (fast marching: about ±1.5 cm on 5 cm cells).
 * :meth:`GridNavigator.distance` is the length of the any-angle shortest path: the field's
   steepest-descent chain of cells, string-pulled with exact grid line-of-sight. It is exact
-  when the end points see each other and within a few millimetres per corner otherwise (tight
-  U-turns around a door jamb are the worst case: up to ~5 % long, as the grid keeps 2.5 cm more
-  clearance there than the continuous optimum).
+  when the end points see each other and longer otherwise, most where the grid narrows a
+  passage (measured against the exact engine: ``benchmarks/bench_nav.py``).
 """
 
 from __future__ import annotations
@@ -31,109 +27,36 @@ import math
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import ndimage, sparse
 from scipy.sparse import csgraph
 
-from condvln.errors import ConfigError, ValidationError
 from condvln.nav import _kernels
 from condvln.nav.agent import AgentSpec, GridConfig
-from condvln.nav.area import NavArea, build_nav_area, footprint_distance
+from condvln.nav.approach import choose_approach, grid_approach, room_numbers
+from condvln.nav.area import NavArea, build_nav_area
 from condvln.nav.grid import FloatArray, IntArray
+from condvln.nav.protocol import GeodesicField, Navigator, Unreachable, as_points, ground, masked
 from condvln.scene.model import Scene, SceneObject, Vec3
+
+__all__ = [
+    "HAVE_SKFMM",
+    "GeodesicField",
+    "GridField",
+    "GridNavigator",
+    "Navigator",
+    "Unreachable",
+    "as_points",
+    "choose_approach",
+]
 
 HAVE_SKFMM = importlib.util.find_spec("skfmm") is not None
 """Whether scikit-fmm is importable (otherwise the Dijkstra solver is used)."""
 
 # The 8 neighbour offsets (row, col); the first four are the 4-connected ones.
 _OFFSETS = ((-1, 0), (1, 0), (0, -1), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
-
-
-class Unreachable(ValidationError):
-    """A goal or point that is not on (or near enough to) the main navigable region."""
-
-
-@runtime_checkable
-class GeodesicField(Protocol):
-    """Geodesic distances from every point to one goal."""
-
-    goal: Vec3
-
-    def query(self, points: ArrayLike) -> np.ma.MaskedArray:
-        """Distances from points ``(N, 3)`` to the goal; unreachable entries are masked."""
-        ...
-
-    def distance(self, point: Sequence[float]) -> float | None:
-        """Distance from one point to the goal, or ``None`` when unreachable."""
-        ...
-
-
-@runtime_checkable
-class Navigator(Protocol):
-    """Navigation geometry of one scene for one agent body."""
-
-    agent: AgentSpec
-
-    def is_navigable(self, point: Sequence[float]) -> bool:
-        """Whether the agent's centre may stand at ``point``."""
-        ...
-
-    def snap(self, point: Sequence[float]) -> Vec3 | None:
-        """The nearest navigable point (``None`` when the backend finds none)."""
-        ...
-
-    def distance(self, a: Sequence[float], b: Sequence[float]) -> float | None:
-        """Geodesic distance ``a → b``, or ``None`` when unreachable."""
-        ...
-
-    def distance_field(self, goal: Sequence[float]) -> GeodesicField:
-        """Distances to ``goal`` from everywhere (raises :class:`Unreachable`)."""
-        ...
-
-    def shortest_path(self, a: Sequence[float], b: Sequence[float]) -> list[Vec3] | None:
-        """Any-angle shortest path ``a → b`` as waypoints, or ``None`` when unreachable."""
-        ...
-
-    def approach_point(self, obj: SceneObject) -> Vec3 | None:
-        """Where the agent arrives at ``obj``, or ``None`` when it cannot reach it."""
-        ...
-
-    def line_of_sight(self, a: Sequence[float], b: Sequence[float]) -> bool:
-        """Whether the straight move ``a → b`` stays on the navigable area."""
-        ...
-
-    def visible(self, a: Sequence[float], b: Sequence[float]) -> bool:
-        """Whether ``b`` can be seen from ``a`` (only walls block)."""
-        ...
-
-
-def _ground(point: Sequence[float] | ArrayLike) -> tuple[float, float]:
-    """``(x, z)`` of one point (the first of an ``(N, 3)`` array); validated like :func:`as_points`."""
-    if isinstance(point, tuple) and len(point) == 3:
-        x, z = float(point[0]), float(point[2])
-        if math.isfinite(x) and math.isfinite(z) and math.isfinite(float(point[1])):
-            return x, z
-    xz = as_points(point)[0, [0, 2]]
-    return float(xz[0]), float(xz[1])
-
-
-def as_points(points: ArrayLike) -> FloatArray:
-    """``(N, 3)`` float array from one point or many; ``ValueError`` on other shapes.
-
-    >>> as_points((1, 2, 3)).shape
-    (1, 3)
-    """
-    arr = np.asarray(points, dtype=np.float64)
-    if arr.ndim == 1:
-        arr = arr.reshape(1, -1)
-    if arr.ndim != 2 or arr.shape[1] != 3:
-        raise ValueError(f"points must be (x, y, z) or an (N, 3) array, got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError("points must be finite")
-    return arr
 
 
 class GridField:
@@ -170,7 +93,7 @@ class GridField:
         values[smooth] = _kernels.bilinear(
             self.values, self.reached, *self._nav._grid_args, np.ascontiguousarray(xz[smooth])
         )
-        return np.ma.MaskedArray(np.where(ok, values, 0.0), mask=~ok)
+        return masked(values, ok)
 
     def distance(self, point: Sequence[float]) -> float | None:
         """Geodesic distance from ``point`` to the goal, or ``None`` when unreachable."""
@@ -285,23 +208,9 @@ class GridNavigator:
             ~self.area.free, return_distances=False, return_indices=True
         )
 
-    @cached_property
-    def _floor_heights(self) -> FloatArray:
-        heights = np.array([room.floor_height for room in self.scene.rooms], dtype=np.float64)
-        index = self.area.room_index
-        if (index < 0).all() or (heights == heights[0]).all():
-            return np.full(index.shape, heights[0])
-        near_rows, near_cols = ndimage.distance_transform_edt(
-            index < 0, return_distances=False, return_indices=True
-        )
-        return heights[index[near_rows, near_cols]]
-
     def point(self, x: float, z: float) -> Vec3:
         """The 3D point at ground position ``(x, z)`` on the floor of the room holding it."""
-        frame = self.area.frame
-        row = min(max(math.floor((z - frame.origin[1]) / frame.cell_size), 0), frame.shape[0] - 1)
-        col = min(max(math.floor((x - frame.origin[0]) / frame.cell_size), 0), frame.shape[1] - 1)
-        return (float(x), float(self._floor_heights[row, col]), float(z))
+        return self.area.point(x, z)
 
     def _points(self, xz: FloatArray) -> list[Vec3]:
         return [self.point(x, z) for x, z in xz]
@@ -422,10 +331,6 @@ class GridNavigator:
     def _blocked(self) -> NDArray[np.bool_]:
         return ~self._free
 
-    @cached_property
-    def _view_blocked(self) -> NDArray[np.bool_]:
-        return np.ascontiguousarray(self.area.view_blocked, dtype=np.bool_)
-
     def _clear(self, a: ArrayLike, b: ArrayLike) -> bool:
         """Whether every cell the segment ``a → b`` (ground points) crosses is free."""
         (ax, az), (bx, bz) = a, b  # type: ignore[misc]
@@ -441,7 +346,7 @@ class GridNavigator:
 
     def line_of_sight(self, a: Sequence[float], b: Sequence[float]) -> bool:
         """Whether the segment ``a → b`` crosses only cells of the main navigable region."""
-        return self._clear(_ground(a), _ground(b))
+        return self._clear(ground(a), ground(b))
 
     def visible(self, a: Sequence[float], b: Sequence[float]) -> bool:
         """Whether ``b`` is visible from ``a``: no wall between them (furniture does not block).
@@ -449,8 +354,7 @@ class GridNavigator:
         The cells holding ``a`` and ``b`` themselves are ignored, so an object on a wall is
         visible from its room.
         """
-        (ax, az), (bx, bz) = _ground(a), _ground(b)
-        return not _kernels.segment_hits(self._view_blocked, *self._grid_args, ax, az, bx, bz, True)
+        return self.area.visible(ground(a), ground(b))
 
     # --- objects -----------------------------------------------------------------------------
 
@@ -465,88 +369,12 @@ class GridNavigator:
         Returns:
             The approach point, or ``None`` when no navigable point is within reach.
         """
-        rows, cols = self._window(obj)
-        xz = self.area.frame.centres(rows, cols)
         own_room = self._room_numbers.get(obj.id)
-        in_room = self.area.room_index[rows, cols] == own_room if own_room is not None else None
-        best = choose_approach(obj, xz, self.config.reach, in_room, self.config.cell_size)
-        return None if best is None else self.point(*xz[best])
-
-    def _window(self, obj: SceneObject) -> tuple[IntArray, IntArray]:
-        bbox = obj.box
-        lo = np.array([bbox.min[0], bbox.min[2]]) if bbox else np.array(obj.center)[[0, 2]]
-        hi = np.array([bbox.max[0], bbox.max[2]]) if bbox else lo.copy()
-        pad = self.config.reach + (0.0 if bbox else (obj.radius or 0.0))
-        frame = self.area.frame
-        (r0, r1), (c0, c1), _ = frame.cells(np.vstack([lo - pad, hi + pad]))
-        sub = self.area.free[r0 : r1 + 1, c0 : c1 + 1]
-        rows, cols = np.nonzero(sub)
-        return rows + r0, cols + c0
+        return grid_approach(self.area, obj, self.config.reach, self.area.free, own_room)
 
     @cached_property
     def _room_numbers(self) -> dict[str, int]:
-        return {obj.id: i for i, room in enumerate(self.scene.rooms) for obj in room.objects}
-
-
-def choose_approach(
-    obj: SceneObject,
-    xz: FloatArray,
-    reach: float,
-    preferred: NDArray[np.bool_] | None = None,
-    tolerance: float = 0.05,
-) -> int | None:
-    """Index of the approach point of ``obj`` among navigable candidates ``xz`` ``(N, 2)``.
-
-    Candidates farther than ``reach`` from the footprint are dropped; when ``preferred`` marks
-    any remaining candidate (e.g. those in the object's room) only those are kept. Candidates
-    within ``tolerance`` (one grid cell) of the smallest footprint distance count as equally
-    near; of those the one closest to the object's centre wins (the middle of the nearest free
-    side rather than a corner), then the first.
-
-    >>> cup = SceneObject(id="c", category="cup", label="Cup", center=(0, 1, 0), size=(1, 1, 1))
-    >>> choose_approach(cup, np.array([[2.0, 0.0], [0.6, 0.6], [0.0, 0.62]]), 1.0)
-    2
-    """
-    gap = footprint_distance(obj, xz)
-    keep = gap <= reach
-    if preferred is not None and (keep & preferred).any():
-        keep &= preferred
-    if not keep.any():
-        return None
-    keep &= gap <= gap[keep].min() + tolerance
-    (index,) = np.nonzero(keep)
-    to_centre = np.hypot(xz[index, 0] - obj.center[0], xz[index, 1] - obj.center[2])
-    return int(index[np.argmin(to_centre)])
-
-
-def make_navigator(
-    scene: Scene,
-    backend: str = "grid",
-    *,
-    agent: AgentSpec | None = None,
-    config: GridConfig | None = None,
-    navmesh: str | None = None,
-) -> Navigator:
-    """Build a navigator for ``scene``: ``backend`` is ``"grid"`` or ``"habitat"``.
-
-    Raises:
-        ConfigError: On an unknown backend, a habitat backend without ``navmesh``, or a missing
-            habitat-sim.
-    """
-    if backend == "grid":
-        return GridNavigator(scene, agent, config)
-    if backend == "habitat":
-        if navmesh is None:
-            raise ConfigError("the habitat backend needs a navmesh file")
-        from condvln.nav.habitat import HabitatNavigator
-
-        return HabitatNavigator(navmesh, scene, agent, config)
-    raise ConfigError(f"unknown navigation backend {backend!r} (known: grid, habitat)")
-
-
-def approach_points(navigator: Navigator, scene: Scene) -> dict[str, Vec3 | None]:
-    """Approach point of every object of ``scene`` (``None`` for unreachable objects)."""
-    return {obj.id: navigator.approach_point(obj) for obj in scene.objects()}
+        return room_numbers(self.area)
 
 
 # --- solvers -----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Optional backend: habitat-sim's navmesh path finder behind the :class:`Navigator` interface.
+"""Optional backend: habitat-sim's navmesh path finder behind the navigation interface.
 
 habitat-sim is imported only when a :class:`HabitatNavigator` is built; without it the
 constructor raises a one-line :class:`~condvln.errors.ConfigError`. Unreachable follows the
@@ -28,7 +28,8 @@ from numpy.typing import ArrayLike
 
 from condvln.errors import ConfigError
 from condvln.nav.agent import AgentSpec, GridConfig
-from condvln.nav.geodesic import Unreachable, as_points, choose_approach
+from condvln.nav.approach import choose_approach
+from condvln.nav.protocol import Unreachable, as_points
 from condvln.scene.model import Scene, SceneObject, Vec3
 
 INSTALL_HINT = "install it with: conda install habitat-sim -c conda-forge -c aihabitat"
@@ -46,7 +47,7 @@ def import_habitat_sim(missing: str = MISSING) -> Any:
 
 
 class HabitatNavigator:
-    """:class:`~condvln.nav.geodesic.Navigator` on a habitat-sim ``PathFinder``.
+    """:class:`~condvln.nav.protocol.Navigator` on a habitat-sim ``PathFinder``.
 
     Args:
         navmesh: A ``.navmesh`` file, or an existing ``habitat_sim.nav.PathFinder``.

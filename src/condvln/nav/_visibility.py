@@ -1,0 +1,551 @@
+"""Compiled (numba) kernels of the exact geodesic engine: visibility inside a polygon with holes.
+
+The polygon is given as vertex arrays (see :class:`condvln.nav.polygon.NavPolygon`): ``xy``
+``(N, 2)`` ground coordinates, ``prev`` / ``nxt`` ring neighbours, every ring oriented so that
+the navigable side lies to the **left** of each edge ``i → nxt[i]`` (exterior counter-clockwise,
+holes clockwise), and a uniform hash of the edges (``cells`` in CSR form over a grid of
+``shape`` cells of edge ``size`` from ``origin``) to find the edges near a segment.
+
+**Visibility** (:func:`segment_free`) is the closed-polygon test: the segment ``p → q`` is free
+when every point of it lies in the polygon or on its boundary. A segment is blocked by a proper
+crossing of an edge, by leaving the interior angle at a vertex it touches (a vertex within
+:data:`EPS` of the segment), or by leaving the interior side of an edge it starts or ends on.
+Touching the boundary from inside — grazing a corner, running along a wall — is free, so taut
+shortest paths that wrap around corners are free; a passage of zero width is closed.
+
+Shortest paths bend only at **reflex** vertices (interior angle > 180°) and only where the path
+is tangent to the boundary (:func:`tangent`), so the engine works on the reduced visibility graph
+of bitangent reflex-vertex pairs (:func:`visibility_graph`), runs Dijkstra from each goal
+(:func:`goal_distances`) and answers a point by the smallest ``|p − v| + D(v)`` over the
+tangent reflex vertices ``v`` it sees (:func:`query`), testing candidates in increasing order so
+that the first visible one is the answer.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+EPS = 1e-9
+"""Contact tolerance (m): a vertex this close to a segment touches it."""
+
+ANGLE_EPS = 1e-9
+"""Angular tolerance (sine) of the interior-angle and tangency tests."""
+
+_NO_PARENT = -1
+_UNREACHED = -2
+
+
+@numba.njit(cache=True, nogil=True)
+def _cross(ax: float, az: float, bx: float, bz: float) -> float:
+    return ax * bz - az * bx
+
+
+@numba.njit(cache=True, nogil=True)
+def in_cone(
+    xy: np.ndarray, prev: np.ndarray, nxt: np.ndarray, v: int, dx: float, dz: float
+) -> bool:
+    """Whether direction ``(dx, dz)`` from vertex ``v`` points into the closed interior angle."""
+    ox, oz = xy[nxt[v], 0] - xy[v, 0], xy[nxt[v], 1] - xy[v, 1]
+    kx, kz = xy[prev[v], 0] - xy[v, 0], xy[prev[v], 1] - xy[v, 1]
+    no, nk, nd = math.hypot(ox, oz), math.hypot(kx, kz), math.hypot(dx, dz)
+    s_out = _cross(ox, oz, dx, dz) / (no * nd)  # > 0: d lies left of the outgoing edge
+    s_back = _cross(dx, dz, kx, kz) / (nd * nk)  # > 0: d lies right of the incoming edge
+    turn = _cross(-kx, -kz, ox, oz) / (no * nk)
+    if turn > ANGLE_EPS:  # convex corner: the wedge between the two edges
+        return s_out >= -ANGLE_EPS and s_back >= -ANGLE_EPS
+    if turn < -ANGLE_EPS:  # reflex corner: everything but the obstacle's wedge
+        return s_out >= -ANGLE_EPS or s_back >= -ANGLE_EPS
+    return s_out >= -ANGLE_EPS
+
+
+@numba.njit(cache=True, nogil=True)
+def _touch_ok(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    v: int,
+    px: float,
+    pz: float,
+    qx: float,
+    qz: float,
+) -> bool:
+    """Whether a segment through (or ending at) vertex ``v`` stays in its interior angle."""
+    vx, vz = xy[v, 0], xy[v, 1]
+    if math.hypot(px - vx, pz - vz) > EPS and not in_cone(xy, prev, nxt, v, px - vx, pz - vz):
+        return False
+    return math.hypot(qx - vx, qz - vz) <= EPS or in_cone(xy, prev, nxt, v, qx - vx, qz - vz)
+
+
+@numba.njit(cache=True, nogil=True)
+def _near_segment(
+    vx: float, vz: float, px: float, pz: float, dx: float, dz: float, length: float
+) -> bool:
+    """Whether point ``v`` lies within :data:`EPS` of the segment ``p → p + d``."""
+    t = ((vx - px) * dx + (vz - pz) * dz) / (length * length)
+    t = min(max(t, 0.0), 1.0)
+    return math.hypot(px + t * dx - vx, pz + t * dz - vz) <= EPS
+
+
+@numba.njit(cache=True, nogil=True)
+def _end_on_edge(
+    ax: float, az: float, ex: float, ez: float, le: float, s_end: float, rx: float, rz: float
+) -> bool:
+    """Whether an end point ``r`` (signed distance ``s_end`` from the edge line) lies on the
+    open edge ``a → a + e``."""
+    if abs(s_end) > EPS:
+        return False
+    t = ((rx - ax) * ex + (rz - az) * ez) / (le * le)
+    return 0.0 < t < 1.0
+
+
+@numba.njit(cache=True, nogil=True)
+def edge_blocks(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    i: int,
+    px: float,
+    pz: float,
+    qx: float,
+    qz: float,
+) -> bool:
+    """Whether edge ``i → nxt[i]`` makes the segment ``p → q`` leave the polygon."""
+    j = nxt[i]
+    ax, az, bx, bz = xy[i, 0], xy[i, 1], xy[j, 0], xy[j, 1]
+    if (
+        max(ax, bx) < min(px, qx) - EPS
+        or min(ax, bx) > max(px, qx) + EPS
+        or max(az, bz) < min(pz, qz) - EPS
+        or min(az, bz) > max(pz, qz) + EPS
+    ):
+        return False
+    dx, dz = qx - px, qz - pz
+    length = math.hypot(dx, dz)
+    if _near_segment(ax, az, px, pz, dx, dz, length) and not _touch_ok(
+        xy, prev, nxt, i, px, pz, qx, qz
+    ):
+        return True
+    if _near_segment(bx, bz, px, pz, dx, dz, length) and not _touch_ok(
+        xy, prev, nxt, j, px, pz, qx, qz
+    ):
+        return True
+    s_a = _cross(dx, dz, ax - px, az - pz) / length
+    s_b = _cross(dx, dz, bx - px, bz - pz) / length
+    if not ((s_a > EPS and s_b < -EPS) or (s_a < -EPS and s_b > EPS)):
+        return False  # the edge does not cross the segment's line between its ends
+    ex, ez = bx - ax, bz - az
+    le = math.hypot(ex, ez)
+    s_p = _cross(ex, ez, px - ax, pz - az) / le  # > 0: p on the navigable side
+    s_q = _cross(ex, ez, qx - ax, qz - az) / le
+    if _end_on_edge(ax, az, ex, ez, le, s_p, px, pz):
+        return s_q < -EPS  # starts on the edge: must head to the navigable side
+    if _end_on_edge(ax, az, ex, ez, le, s_q, qx, qz):
+        return s_p < -EPS
+    return (s_p > EPS and s_q < -EPS) or (s_p < -EPS and s_q > EPS)
+
+
+@numba.njit(cache=True, nogil=True)
+def _cell_index(value: float, origin: float, size: float, n: int) -> int:
+    return min(max(math.floor((value - origin) / size), 0), n - 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def segment_free(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    px: float,
+    pz: float,
+    qx: float,
+    qz: float,
+) -> bool:
+    """Whether the closed segment ``p → q`` lies in the polygon (see the module notes).
+
+    ``grid`` is ``(origin_x, origin_z, size, rows, cols)`` of the edge hash; both end points
+    must lie inside it. The edges of every hash cell the segment passes (Amanatides–Woo
+    traversal) are tested with :func:`edge_blocks`; an edge is hashed into every cell its
+    bounding box (grown by :data:`EPS`) overlaps, so edges touching the segment are found.
+    """
+    ox, oz, size = grid[0], grid[1], grid[2]
+    rows, cols = int(grid[3]), int(grid[4])
+    col, row = _cell_index(px, ox, size, cols), _cell_index(pz, oz, size, rows)
+    end_col, end_row = _cell_index(qx, ox, size, cols), _cell_index(qz, oz, size, rows)
+    dx, dz = qx - px, qz - pz
+    if math.hypot(dx, dz) <= EPS:
+        return True  # a point (assumed on the polygon)
+    step_c = 1 if end_col > col else -1
+    step_r = 1 if end_row > row else -1
+    t_c = ((ox + (col + (step_c > 0)) * size) - px) / dx if dx != 0.0 else math.inf
+    t_r = ((oz + (row + (step_r > 0)) * size) - pz) / dz if dz != 0.0 else math.inf
+    dt_c = size / abs(dx) if dx != 0.0 else math.inf
+    dt_r = size / abs(dz) if dz != 0.0 else math.inf
+    for _ in range(abs(end_col - col) + abs(end_row - row) + 1):
+        cell = row * cols + col
+        for k in range(cell_start[cell], cell_start[cell + 1]):
+            if edge_blocks(xy, prev, nxt, cell_edges[k], px, pz, qx, qz):
+                return False
+        if (t_c < t_r and col != end_col) or row == end_row:
+            col += step_c
+            t_c += dt_c
+        else:
+            row += step_r
+            t_r += dt_r
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def tangent(
+    xy: np.ndarray, prev: np.ndarray, nxt: np.ndarray, v: int, px: float, pz: float
+) -> bool:
+    """Whether the line from ``p`` through vertex ``v`` keeps both neighbours of ``v`` on one
+    side (a shortest path from ``p`` may bend at ``v`` only then)."""
+    vx, vz = xy[v, 0], xy[v, 1]
+    dx, dz = vx - px, vz - pz
+    nd = math.hypot(dx, dz)
+    if nd <= EPS:
+        return True
+    ax, az = xy[prev[v], 0] - vx, xy[prev[v], 1] - vz
+    bx, bz = xy[nxt[v], 0] - vx, xy[nxt[v], 1] - vz
+    s_a = _cross(dx, dz, ax, az) / (nd * math.hypot(ax, az))
+    s_b = _cross(dx, dz, bx, bz) / (nd * math.hypot(bx, bz))
+    return not ((s_a > ANGLE_EPS and s_b < -ANGLE_EPS) or (s_a < -ANGLE_EPS and s_b > ANGLE_EPS))
+
+
+@numba.njit(cache=True, nogil=True)
+def corner_tangent(corners: np.ndarray, a: int, px: float, pz: float) -> bool:
+    """:func:`tangent` for row ``a`` of ``corners`` (``vx, vz`` and the unit vectors to the
+    vertex's predecessor and successor), without square roots."""
+    dx, dz = corners[a, 0] - px, corners[a, 1] - pz
+    s_a = dx * corners[a, 3] - dz * corners[a, 2]
+    s_b = dx * corners[a, 5] - dz * corners[a, 4]
+    tol = ANGLE_EPS * (abs(dx) + abs(dz))
+    return not ((s_a > tol and s_b < -tol) or (s_a < -tol and s_b > tol))
+
+
+@numba.njit(cache=True, nogil=True)
+def _grow(arr: np.ndarray, size: int) -> np.ndarray:
+    out = np.empty(max(2 * arr.size, size), dtype=arr.dtype)
+    out[: arr.size] = arr
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def visibility_graph(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    reflex: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The reduced visibility graph: reflex-vertex pairs that are mutually tangent and see each
+    other, as a symmetric CSR graph ``(indptr, indices, weights)`` over positions in ``reflex``."""
+    n = reflex.size
+    heads = np.empty(1024, dtype=np.int64)
+    tails = np.empty(1024, dtype=np.int64)
+    count = 0
+    for a in range(n):
+        u = reflex[a]
+        ux, uz = xy[u, 0], xy[u, 1]
+        for b in range(a + 1, n):
+            v = reflex[b]
+            vx, vz = xy[v, 0], xy[v, 1]
+            if not (tangent(xy, prev, nxt, u, vx, vz) and tangent(xy, prev, nxt, v, ux, uz)):
+                continue
+            if not segment_free(xy, prev, nxt, cell_start, cell_edges, grid, ux, uz, vx, vz):
+                continue
+            if count + 2 > heads.size:
+                heads, tails = _grow(heads, count + 2), _grow(tails, count + 2)
+            heads[count], tails[count] = a, b
+            heads[count + 1], tails[count + 1] = b, a
+            count += 2
+    order = np.argsort(heads[:count], kind="mergesort")
+    indices = tails[:count][order]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for k in range(count):
+        indptr[heads[k] + 1] += 1
+    for a in range(n):
+        indptr[a + 1] += indptr[a]
+    weights = np.empty(count)
+    for a in range(n):
+        u = reflex[a]
+        for k in range(indptr[a], indptr[a + 1]):
+            v = reflex[indices[k]]
+            weights[k] = math.hypot(xy[v, 0] - xy[u, 0], xy[v, 1] - xy[u, 1])
+    return indptr, indices, weights
+
+
+@numba.njit(cache=True, nogil=True)
+def _heap_push(keys: np.ndarray, nodes: np.ndarray, size: int, key: float, node: int) -> int:
+    i = size
+    keys[i], nodes[i] = key, node
+    while i > 0:
+        parent = (i - 1) // 2
+        if keys[parent] <= keys[i]:
+            break
+        keys[i], keys[parent] = keys[parent], keys[i]
+        nodes[i], nodes[parent] = nodes[parent], nodes[i]
+        i = parent
+    return size + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _heap_pop(keys: np.ndarray, nodes: np.ndarray, size: int) -> tuple[float, int, int]:
+    key, node = keys[0], nodes[0]
+    size -= 1
+    keys[0], nodes[0] = keys[size], nodes[size]
+    i = 0
+    while True:
+        left, smallest = 2 * i + 1, i
+        if left < size and keys[left] < keys[smallest]:
+            smallest = left
+        if left + 1 < size and keys[left + 1] < keys[smallest]:
+            smallest = left + 1
+        if smallest == i:
+            break
+        keys[i], keys[smallest] = keys[smallest], keys[i]
+        nodes[i], nodes[smallest] = nodes[smallest], nodes[i]
+        i = smallest
+    return key, node, size
+
+
+@numba.njit(cache=True, nogil=True)
+def dijkstra(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    dist: np.ndarray,
+    parent: np.ndarray,
+) -> None:
+    """Dijkstra in place: ``dist`` holds the start distances (``inf`` elsewhere); ``parent``
+    receives each node's next node towards the sources (kept where a start distance wins)."""
+    n = dist.size
+    keys = np.empty(n + indices.size + 1)
+    nodes = np.empty(n + indices.size + 1, dtype=np.int64)
+    size = 0
+    for a in range(n):
+        if dist[a] < math.inf:
+            size = _heap_push(keys, nodes, size, dist[a], a)
+    done = np.zeros(n, dtype=np.bool_)
+    while size > 0:
+        d, a, size = _heap_pop(keys, nodes, size)
+        if done[a]:
+            continue
+        done[a] = True
+        for k in range(indptr[a], indptr[a + 1]):
+            b = indices[k]
+            nd = d + weights[k]
+            if nd < dist[b]:
+                dist[b] = nd
+                parent[b] = a
+                size = _heap_push(keys, nodes, size, nd, b)
+
+
+@numba.njit(cache=True, nogil=True)
+def goal_distances(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    reflex: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    weights: np.ndarray,
+    gx: float,
+    gz: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact geodesic distance from every reflex vertex to the goal ``g`` and each vertex's next
+    reflex vertex on its shortest path (``-1``: straight to the goal, ``-2``: unreachable)."""
+    n = reflex.size
+    dist = np.full(n, math.inf)
+    parent = np.full(n, _UNREACHED, dtype=np.int64)
+    for a in range(n):
+        v = reflex[a]
+        vx, vz = xy[v, 0], xy[v, 1]
+        if tangent(xy, prev, nxt, v, gx, gz) and segment_free(
+            xy, prev, nxt, cell_start, cell_edges, grid, vx, vz, gx, gz
+        ):
+            dist[a] = math.hypot(vx - gx, vz - gz)
+            parent[a] = _NO_PARENT
+    dijkstra(indptr, indices, weights, dist, parent)
+    return dist, parent
+
+
+@numba.njit(cache=True, nogil=True)
+def _query_point(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    reflex: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    corners: np.ndarray,
+    dist: np.ndarray,
+    gx: float,
+    gz: float,
+    px: float,
+    pz: float,
+    bound: np.ndarray,
+    cand: np.ndarray,
+) -> tuple[float, int]:
+    """:func:`query` for one point (``bound`` / ``cand``: scratch arrays of the reflex count)."""
+    if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, gx, gz):
+        return math.hypot(px - gx, pz - gz), _NO_PARENT
+    count = 0
+    for a in range(reflex.size):
+        if dist[a] < math.inf and corner_tangent(corners, a, px, pz):
+            bound[count] = math.hypot(corners[a, 0] - px, corners[a, 1] - pz) + dist[a]
+            cand[count] = a
+            count += 1
+    for k in np.argsort(bound[:count]):
+        v = reflex[cand[k]]
+        if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, xy[v, 0], xy[v, 1]):
+            return bound[k], cand[k]
+    return math.inf, _UNREACHED
+
+
+@numba.njit(cache=True, nogil=True)
+def query(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    reflex: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    corners: np.ndarray,
+    dist: np.ndarray,
+    gx: float,
+    gz: float,
+    points: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact geodesic distance from every point ``(M, 2)`` to the goal ``g`` of ``dist`` (see
+    :func:`goal_distances`) and the first reflex vertex of its shortest path (``-1``: the goal is
+    in sight; ``-2``: unreachable, distance ``inf``). ``corners`` are the reflex vertices'
+    rows for :func:`corner_tangent`."""
+    m, n = points.shape[0], reflex.size
+    out = np.full(m, math.inf)
+    first = np.full(m, _UNREACHED, dtype=np.int64)
+    bound = np.empty(n)
+    cand = np.empty(n, dtype=np.int64)
+    for i in range(m):
+        out[i], first[i] = _query_point(
+            xy, prev, nxt, reflex, cell_start, cell_edges, grid, corners, dist, gx, gz,
+            points[i, 0], points[i, 1], bound, cand,
+        )  # fmt: skip
+    return out, first
+
+
+@numba.njit(cache=True, nogil=True)
+def metric_rows(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    reflex: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    corners: np.ndarray,
+    dists: np.ndarray,
+    targets: np.ndarray,
+    points: np.ndarray,
+    snapped: np.ndarray,
+    ok: np.ndarray,
+    last: int,
+    radius: float,
+    floor: float,
+) -> np.ndarray:
+    """Distances from points ``(M, 3)`` to targets ``(T, 3)`` where a metric can depend on them.
+
+    Row ``t`` uses ``dists[t]`` (:func:`goal_distances` of ``targets[t]``, the snapped goal).
+    ``snapped`` are the ground points the distances are measured from (:meth:`NavPolygon.locate`;
+    the point itself where not ``ok``). Measured exactly: point ``last``, every point whose
+    ground distance from its snapped position to the target is at most ``radius``, and the
+    nearest one (branch and bound over that ground distance, a lower bound of the geodesic); a
+    point that is not ``ok`` (off the map) or cannot reach the target gets its straight-line
+    distance, at least ``floor``. Every other point keeps its ground distance (above ``radius``
+    and not below the minimum).
+    """
+    m, n = points.shape[0], reflex.size
+    out = np.empty((targets.shape[0], m))
+    bound = np.empty(n)
+    cand = np.empty(n, dtype=np.int64)
+    done = np.empty(m, dtype=np.bool_)
+    for t in range(targets.shape[0]):
+        tx, ty, tz = targets[t, 0], targets[t, 1], targets[t, 2]
+        best = math.inf
+        for i in range(m):  # ground distance from where the point is measured: a lower bound
+            out[t, i] = math.hypot(snapped[i, 0] - tx, snapped[i, 1] - tz)
+            done[i] = False
+        order = np.argsort(out[t])
+        for step in range(m + 1):
+            todo = last if step == 0 else order[step - 1]
+            if done[todo]:
+                continue
+            if step > 0 and out[t, todo] >= best and out[t, todo] > radius:
+                break  # sorted: every later ground distance is as large
+            d = math.inf
+            if ok[todo]:
+                d, _ = _query_point(
+                    xy, prev, nxt, reflex, cell_start, cell_edges, grid, corners, dists[t],
+                    tx, tz, snapped[todo, 0], snapped[todo, 1], bound, cand,
+                )  # fmt: skip
+            if d == math.inf:
+                dx, dy, dz = points[todo, 0] - tx, points[todo, 1] - ty, points[todo, 2] - tz
+                d = max(math.sqrt(dx * dx + dy * dy + dz * dz), floor)
+            out[t, todo] = d
+            done[todo] = True
+            best = min(best, d)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def nearest_boundary(
+    xy: np.ndarray,
+    nxt: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    points: np.ndarray,
+    reach: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The nearest boundary point to each point ``(M, 2)`` among the edges within ``reach``
+    (through the edge hash), and its distance (``inf`` and the point itself when none is)."""
+    ox, oz, size = grid[0], grid[1], grid[2]
+    rows, cols = int(grid[3]), int(grid[4])
+    m = points.shape[0]
+    out = points.copy()
+    gap = np.full(m, math.inf)
+    for i in range(m):
+        px, pz = points[i, 0], points[i, 1]
+        c0 = max(math.floor((px - reach - ox) / size), 0)
+        c1 = min(math.floor((px + reach - ox) / size), cols - 1)
+        r0 = max(math.floor((pz - reach - oz) / size), 0)
+        r1 = min(math.floor((pz + reach - oz) / size), rows - 1)
+        for row in range(r0, r1 + 1):
+            for col in range(c0, c1 + 1):
+                cell = row * cols + col
+                for k in range(cell_start[cell], cell_start[cell + 1]):
+                    e = cell_edges[k]
+                    ax, az = xy[e, 0], xy[e, 1]
+                    ex, ez = xy[nxt[e], 0] - ax, xy[nxt[e], 1] - az
+                    t = ((px - ax) * ex + (pz - az) * ez) / (ex * ex + ez * ez)
+                    t = min(max(t, 0.0), 1.0)
+                    qx, qz = ax + t * ex, az + t * ez
+                    d = math.hypot(px - qx, pz - qz)
+                    if d < gap[i]:
+                        gap[i], out[i, 0], out[i, 1] = d, qx, qz
+    for i in range(m):
+        if gap[i] > reach:
+            gap[i], out[i, 0], out[i, 1] = math.inf, points[i, 0], points[i, 1]
+    return out, gap

@@ -1,0 +1,217 @@
+"""The navigable polygon prepared for exact geodesics: rings, reflex vertices, an edge hash.
+
+:class:`NavPolygon` takes the main part (largest area) of a navigable polygon — usually
+:attr:`condvln.nav.area.NavArea.polygon` — and lays it out for the compiled kernels of
+:mod:`condvln.nav._visibility`: the vertices of every ring (navigable side on the left of each
+edge), their ring neighbours, the reflex vertices (where shortest paths bend) and a uniform hash
+of the edges. Repeated and collinear vertices are dropped first; they change neither the polygon
+nor any shortest path. The other parts (islands) are kept for snapping: a point nearer to an
+island than to the main part is not on the main part.
+
+>>> from shapely.geometry import box
+>>> poly = NavPolygon(box(0, 0, 4, 3).difference(box(1, 1, 2, 2)))
+>>> len(poly.xy), poly.reflex.size    # the hole's four corners are reflex
+(8, 4)
+>>> poly.segment_free((0.5, 0.5), (3.5, 0.8)), poly.segment_free((0.5, 1.5), (3.5, 1.5))
+(True, False)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from functools import cached_property
+
+import numpy as np
+import shapely
+from numpy.typing import ArrayLike, NDArray
+from shapely.geometry import Polygon
+from shapely.geometry.base import BaseGeometry
+
+from condvln.errors import ValidationError
+from condvln.nav import _visibility as vis
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+HASH_CELL = 0.25
+"""Edge of an edge-hash cell (m)."""
+
+_STRAIGHT = 1e-12
+"""A vertex this close (m) to the line through its neighbours is dropped as collinear."""
+
+
+def polygon_parts(geometry: BaseGeometry) -> list[Polygon]:
+    """The polygons of ``geometry``, largest area first (ties: first in geometry order)."""
+    parts = [g for g in getattr(geometry, "geoms", [geometry]) if isinstance(g, Polygon)]
+    parts = [p for p in parts if not p.is_empty and p.area > 0.0]
+    return sorted(parts, key=lambda p: -p.area)
+
+
+def _clean_ring(coords: FloatArray) -> FloatArray:
+    """Ring vertices without the closing repeat, repeated points, collinear points or spikes."""
+    pts = [tuple(c) for c in coords[:-1]]
+    changed = True
+    while changed and len(pts) >= 3:
+        changed = False
+        kept: list[tuple[float, float]] = []
+        n = len(pts)
+        for i in range(n):
+            a, v, b = pts[i - 1], pts[i], pts[(i + 1) % n]
+            ab = math.hypot(b[0] - a[0], b[1] - a[1])
+            cross = (v[0] - a[0]) * (b[1] - a[1]) - (v[1] - a[1]) * (b[0] - a[0])
+            off = abs(cross) / ab if ab > 0.0 else math.hypot(v[0] - a[0], v[1] - a[1])
+            if off <= _STRAIGHT:
+                changed = True
+                continue
+            kept.append(v)
+        pts = kept
+    return np.asarray(pts, dtype=np.float64).reshape(-1, 2)
+
+
+class NavPolygon:
+    """One polygon (with holes) laid out for the visibility kernels.
+
+    Args:
+        geometry: A polygon or a collection of them; its largest part is used, the others are
+            islands.
+
+    Attributes:
+        polygon: The main part (shapely, prepared).
+        islands: The other parts (may be empty).
+        xy: ``(N, 2)`` vertex coordinates, ring after ring.
+        prev: Index of each vertex's predecessor on its ring.
+        nxt: Index of each vertex's successor on its ring (edge ``i → nxt[i]``).
+        reflex: Indices of the reflex vertices.
+
+    Raises:
+        ValidationError: ``geometry`` has no polygon of positive area.
+    """
+
+    def __init__(self, geometry: BaseGeometry) -> None:
+        parts = polygon_parts(geometry)
+        if not parts:
+            raise ValidationError("the navigable polygon is empty")
+        self.polygon = shapely.geometry.polygon.orient(parts[0], sign=1.0)
+        self.islands = shapely.MultiPolygon(parts[1:])
+        shapely.prepare(self.polygon)
+        shapely.prepare(self.islands)
+        rings = [_clean_ring(np.asarray(r.coords)) for r in self._rings()]
+        rings = [r for r in rings if len(r) >= 3]
+        self.xy = np.ascontiguousarray(np.concatenate(rings), dtype=np.float64)
+        spans = list(itertools.pairwise(np.cumsum([0, *(len(r) for r in rings)])))
+        index = np.arange(len(self.xy), dtype=np.int64)
+        self.prev = np.concatenate([np.roll(index[s:e], 1) for s, e in spans])
+        self.nxt = np.concatenate([np.roll(index[s:e], -1) for s, e in spans])
+        self.reflex = np.flatnonzero(self._turns() < 0.0).astype(np.int64)
+        self.grid, self.cell_start, self.cell_edges = self._edge_hash()
+
+    def _rings(self) -> list[BaseGeometry]:
+        return [self.polygon.exterior, *self.polygon.interiors]
+
+    def _turns(self) -> FloatArray:
+        """Signed turn at every vertex (> 0 left / convex, < 0 right / reflex)."""
+        a, v, b = self.xy[self.prev], self.xy, self.xy[self.nxt]
+        return (v[:, 0] - a[:, 0]) * (b[:, 1] - v[:, 1]) - (v[:, 1] - a[:, 1]) * (b[:, 0] - v[:, 0])
+
+    def _edge_hash(self) -> tuple[FloatArray, IntArray, IntArray]:
+        """Every edge in every hash cell its bounding box (grown by ``EPS``) overlaps (CSR)."""
+        lo = self.xy.min(axis=0) - HASH_CELL
+        hi = self.xy.max(axis=0) + HASH_CELL
+        cols, rows = (np.ceil((hi - lo) / HASH_CELL).astype(int) + 1).tolist()
+        a, b = self.xy, self.xy[self.nxt]
+        low = np.floor((np.minimum(a, b) - vis.EPS - lo) / HASH_CELL).astype(np.int64)
+        high = np.floor((np.maximum(a, b) + vis.EPS - lo) / HASH_CELL).astype(np.int64)
+        cells, edges = [], []
+        for e in range(len(a)):
+            cs = np.arange(low[e, 0], high[e, 0] + 1)
+            rs = np.arange(low[e, 1], high[e, 1] + 1)
+            grid_cells = (rs[:, None] * cols + cs[None, :]).ravel()
+            cells.append(grid_cells)
+            edges.append(np.full(grid_cells.size, e, dtype=np.int64))
+        cell_of = np.concatenate(cells)
+        order = np.argsort(cell_of, kind="stable")
+        cell_edges = np.concatenate(edges)[order]
+        cell_start = np.zeros(rows * cols + 1, dtype=np.int64)
+        np.add.at(cell_start, cell_of + 1, 1)
+        grid = np.array([lo[0], lo[1], HASH_CELL, rows, cols], dtype=np.float64)
+        return grid, np.cumsum(cell_start), np.ascontiguousarray(cell_edges)
+
+    @property
+    def kernel_args(self) -> tuple[np.ndarray, ...]:
+        """``(xy, prev, nxt, reflex, cell_start, cell_edges, grid)`` for the kernels."""
+        return (
+            self.xy,
+            self.prev,
+            self.nxt,
+            self.reflex,
+            self.cell_start,
+            self.cell_edges,
+            self.grid,
+        )
+
+    @cached_property
+    def corners(self) -> FloatArray:
+        """Per reflex vertex ``(x, z, unit vector to prev, unit vector to next)`` ``(V, 6)``."""
+        v = self.xy[self.reflex]
+        to_prev = self.xy[self.prev[self.reflex]] - v
+        to_next = self.xy[self.nxt[self.reflex]] - v
+        to_prev /= np.hypot(*to_prev.T)[:, None]
+        to_next /= np.hypot(*to_next.T)[:, None]
+        return np.ascontiguousarray(np.hstack([v, to_prev, to_next]))
+
+    @cached_property
+    def graph(self) -> tuple[IntArray, IntArray, FloatArray]:
+        """The reduced visibility graph over :attr:`reflex` (CSR, built on first use)."""
+        return vis.visibility_graph(*self.kernel_args)
+
+    def segment_free(self, a: Sequence[float], b: Sequence[float]) -> bool:
+        """Whether the segment ``a → b`` (ground points on the main part) stays on it."""
+        xy, prev, nxt, _, start, edges, grid = self.kernel_args
+        return bool(
+            vis.segment_free(xy, prev, nxt, start, edges, grid, *map(float, a), *map(float, b))
+        )
+
+    def contains(self, xz: ArrayLike) -> NDArray[np.bool_]:
+        """Whether each ground point ``(N, 2)`` lies on the main part (boundary included)."""
+        pts = np.asarray(xz, dtype=np.float64).reshape(-1, 2)
+        return shapely.intersects_xy(self.polygon, pts[:, 0], pts[:, 1])
+
+    def _nearest(self, pts: FloatArray, reach: float) -> tuple[FloatArray, FloatArray]:
+        """Nearest boundary points of the main part within ``reach`` and their distances."""
+        return vis.nearest_boundary(
+            self.xy, self.nxt, self.cell_start, self.cell_edges, self.grid, pts, reach
+        )
+
+    def nearest(self, xz: ArrayLike) -> FloatArray:
+        """The nearest point of the main part to each ground point ``(N, 2)`` (itself inside)."""
+        pts = np.asarray(xz, dtype=np.float64).reshape(-1, 2)
+        out = pts.copy()
+        outside = np.flatnonzero(~self.contains(pts))
+        if outside.size:
+            span = float(np.hypot(*(self.xy.max(axis=0) - self.xy.min(axis=0))))
+            far = np.hypot(*(pts[outside] - self.xy.mean(axis=0)).T).max() + span
+            out[outside], _ = self._nearest(np.ascontiguousarray(pts[outside]), far)
+        return out
+
+    def locate(self, xz: ArrayLike, max_snap: float) -> tuple[FloatArray, NDArray[np.bool_]]:
+        """Ground points ``(N, 2)`` moved onto the main part, and which of them may be used.
+
+        A point on the main part stays. Another point moves to the nearest point of the main
+        part when that is at most ``max_snap`` away and no island is nearer; otherwise it is
+        off the main part (``ok`` false, the point is returned unchanged).
+        """
+        pts = np.asarray(xz, dtype=np.float64).reshape(-1, 2)
+        inside = self.contains(pts)
+        out, ok = pts.copy(), inside.copy()
+        outside = np.flatnonzero(~inside)
+        if outside.size:
+            near, gap = self._nearest(np.ascontiguousarray(pts[outside]), max_snap)
+            found = np.isfinite(gap)
+            if found.any() and not self.islands.is_empty:
+                island_gap = shapely.distance(self.islands, shapely.points(pts[outside[found]]))
+                found[found] = gap[found] <= island_gap
+            out[outside[found]] = near[found]
+            ok[outside] = found
+        return out, ok
