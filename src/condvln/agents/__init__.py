@@ -1,7 +1,7 @@
 """Agents: the interface, the built-in baselines, plug-in loading and the episode runner.
 
-Also here: remote agents over HTTP (:mod:`.remote`, served by :mod:`condvln.agent_server`), the
-Gymnasium environment (:mod:`.gym_env`) and the conformance checker (:mod:`.check`).
+Also here: remote agents over HTTP (:mod:`.remote`, served by :mod:`condvln.agent_server`) and
+the conformance checker (:mod:`.check`); the Gymnasium environment is :mod:`condvln.gym`.
 
 >>> AGENTS.names()
 ['commonsense_prior', 'condition_blind', 'goal_only', 'neurosymbolic', 'neurosymbolic_pixels', 'neurosymbolic_pixels_noisy', 'oracle_linear', 'random', 'text_prior']

@@ -204,6 +204,7 @@ class Renderer:
         self._base = np.ascontiguousarray(triangles[:, :, 1].min(axis=1))
         self._face_semantic = np.append(ids[slot], BACKGROUND).astype(np.int32)
         self._rays: dict[tuple[int, int, float], tuple[np.ndarray, ...]] = {}
+        self._last: tuple[tuple[object, ...], dict[str, np.ndarray]] | None = None
 
     @classmethod
     def from_scene(cls, scene: Scene) -> Renderer:
@@ -275,7 +276,14 @@ class Renderer:
     def render(
         self, position: Sequence[float], yaw: float, protocol: ObservationProtocol
     ) -> dict[str, np.ndarray]:
-        """The protocol's sensors at the agent pose, keyed by sensor name (one cast per optics)."""
+        """The protocol's sensors at the agent pose, keyed by sensor name (one cast per optics).
+
+        The same pose and protocol as the previous call (a turn-free step that did not move, a
+        blocked move) return copies of its images without casting again.
+        """
+        key = (tuple(position), yaw, protocol)
+        if self._last is not None and self._last[0] == key:
+            return {name: image.copy() for name, image in self._last[1].items()}
         casts: dict[tuple[object, ...], Hits] = {}
         images: dict[str, np.ndarray] = {}
         for name in protocol.sensors:
@@ -284,7 +292,8 @@ class Renderer:
                 casts[camera.optics] = self.cast(position, yaw, camera)
             hits = casts[camera.optics]
             images[name] = getattr(self, name)(hits, camera)
-        return images
+        self._last = (key, images)
+        return {name: image.copy() for name, image in images.items()}
 
 
 def _light(normals: np.ndarray) -> np.ndarray:
