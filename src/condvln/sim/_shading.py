@@ -1,11 +1,11 @@
 """Compiled (numba) per-pixel kernels of the ray-cast renderer (:mod:`condvln.sim.render`).
 
-Three passes over the pixels of one camera, each a single loop with no temporaries:
-:func:`world_rays` (the camera's rays turned by the heading, float32 for Embree),
-:func:`hit_depth` (z-depth solved on the hit triangle's plane) and :func:`shade` (Lambert-shaded
-albedo times the procedural pattern of the hit's material). The arithmetic of the first two is
-written operation for operation as the numpy expressions they replaced, so depth and semantic
-images are byte-identical to them.
+Two passes over the pixels of one camera, each a single loop with no temporaries:
+:func:`world_rays` (the camera's rays turned by the heading, float32 for Embree) before the cast,
+and :func:`pixels` after it (z-depth solved on the hit triangle's plane, the depth and semantic
+images, and RGB: Lambert-shaded albedo times the procedural pattern of the hit's material). The
+ray and depth arithmetic is written operation for operation as the numpy expressions it
+replaced, so depth and semantic images are byte-identical to them.
 """
 
 from __future__ import annotations
@@ -33,34 +33,24 @@ FADE = 0.35
 
 
 @numba.njit(cache=True, nogil=True)
-def world_rays(
-    cols: np.ndarray,
-    rows: np.ndarray,
-    cos_yaw: float,
-    sin_yaw: float,
-    origin: np.ndarray,
-    directions: np.ndarray,
-    origins: np.ndarray,
-) -> None:
-    """Fill ``directions`` with the pixel rays turned about +Y, ``origins`` with ``origin``.
+def world_rays(cols: np.ndarray, rows: np.ndarray, cos_yaw: float, sin_yaw: float) -> np.ndarray:
+    """The pixel rays turned about +Y by the heading (float32 ``(pixels, 3)``, row-major).
 
     The camera-frame ray of pixel ``(row, col)`` is ``(cols[col], rows[row], −1)``
-    (:func:`condvln.sim.render.camera_rays`); outputs are float32, row-major.
+    (:func:`condvln.sim.render.camera_rays`).
     """
-    ox, oy, oz = origin[0], origin[1], origin[2]
-    z = -1.0
     width = cols.shape[0]
+    out = np.empty((rows.shape[0] * width, 3), dtype=np.float32)
+    z = -1.0
     for row in range(rows.shape[0]):
         y = rows[row]
         for col in range(width):
             x = cols[col]
             i = row * width + col
-            directions[i, 0] = cos_yaw * x + sin_yaw * z
-            directions[i, 1] = y
-            directions[i, 2] = cos_yaw * z - sin_yaw * x
-            origins[i, 0] = ox
-            origins[i, 1] = oy
-            origins[i, 2] = oz
+            out[i, 0] = cos_yaw * x + sin_yaw * z
+            out[i, 1] = y
+            out[i, 2] = cos_yaw * z - sin_yaw * x
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
@@ -90,30 +80,6 @@ def face_planes(
 
 
 @numba.njit(cache=True, nogil=True)
-def hit_depth(
-    face: np.ndarray, cols: np.ndarray, rows: np.ndarray, turned: np.ndarray, gap: np.ndarray
-) -> np.ndarray:
-    """z-depth of every pixel: ``gap / (n · d)`` on the hit face's plane, 0 without a hit.
-
-    ``turned`` and ``gap`` come from :func:`face_planes` (their last entry serves "no hit").
-    """
-    out = np.empty(face.shape[0])
-    last = gap.shape[0] - 1
-    width = cols.shape[0]
-    for i in range(face.shape[0]):
-        f = face[i]
-        if f < 0:
-            f = last
-        x, y = cols[i % width], rows[i // width]
-        facing = turned[f, 0] * x + turned[f, 1] * y - turned[f, 2]
-        if abs(facing) < 1e-12:
-            facing = -1.0
-        depth = gap[f] / facing
-        out[i] = depth if depth > 0.0 else 0.0
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
 def _hash(i: int, j: int) -> float:
     """A deterministic value in [0, 1) per integer cell ``(i, j)``."""
     h = (i * 73856093) ^ (j * 19349663)
@@ -122,21 +88,21 @@ def _hash(i: int, j: int) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
-def _seam(u: float, v: float, width: float, length: float) -> bool:
-    """Whether ``(u, v)`` lies on the border of its ``length`` × ``width`` cell."""
-    fu = u - length * math.floor(u / length)
-    fv = v - width * math.floor(v / width)
-    return min(fu, length - fu) < SEAM or min(fv, width - fv) < SEAM
+def _cell(u: float, size: float) -> tuple[int, float]:
+    """The cell of ``u`` on a grid of ``size`` and its distance to the nearest cell border."""
+    scaled = u * (1.0 / size)
+    index = math.floor(scaled)
+    fraction = scaled - index
+    return index, size * min(fraction, 1.0 - fraction)
 
 
 @numba.njit(cache=True, nogil=True)
 def _wood(x: float, z: float, fade: float) -> float:
     """Planks along X, rows along Z with staggered joints: a tint per plank, dark seams."""
-    row = math.floor(z / PLANK_WIDTH)
-    u = x + PLANK_LENGTH * _hash(row, 7)
-    plank = math.floor(u / PLANK_LENGTH)
+    row, across = _cell(z, PLANK_WIDTH)
+    plank, along = _cell(x + PLANK_LENGTH * _hash(row, 7), PLANK_LENGTH)
     pattern = 0.82 + 0.3 * _hash(plank, row)
-    if _seam(u, z, PLANK_WIDTH, PLANK_LENGTH):
+    if min(across, along) < SEAM:
         pattern *= 0.55
     return 1.0 + (pattern - 1.0) * fade
 
@@ -144,9 +110,9 @@ def _wood(x: float, z: float, fade: float) -> float:
 @numba.njit(cache=True, nogil=True)
 def _tile(x: float, z: float, fade: float) -> float:
     """Square tiles with a slight tint each and darker grout lines."""
-    pattern = 0.94 + 0.1 * _hash(math.floor(x / TILE_SIZE), math.floor(z / TILE_SIZE))
-    if _seam(x, z, TILE_SIZE, TILE_SIZE):
-        pattern = 0.62
+    column, dx = _cell(x, TILE_SIZE)
+    row, dz = _cell(z, TILE_SIZE)
+    pattern = 0.62 if min(dx, dz) < SEAM else 0.94 + 0.1 * _hash(column, row)
     return 1.0 + (pattern - 1.0) * fade
 
 
@@ -156,80 +122,94 @@ def _paint(x: float, y: float, z: float, nx: float, nz: float, base: float, fade
     if y - base < BASEBOARD:
         return 0.62
     along = nx * z - nz * x  # distance along the wall (its horizontal tangent)
-    stripe = math.floor(along / STRIPE_WIDTH) % 2
+    stripe = math.floor(along * (1.0 / STRIPE_WIDTH)) & 1
     return 1.0 - 0.05 * stripe * fade
 
 
 @numba.njit(cache=True, nogil=True)
-def shade(
+def _pattern(
+    kind: int, x: float, y: float, z: float, nx: float, nz: float, base: float, t: float
+) -> float:
+    """The procedural pattern factor of material ``kind`` at the world point ``(x, y, z)``."""
+    fade = 1.0 / (1.0 + FADE * FADE * t * t)
+    if kind == WOOD:
+        return _wood(x, z, fade)
+    if kind == TILE:
+        return _tile(x, z, fade)
+    return _paint(x, y, z, nx, nz, base, fade)
+
+
+@numba.njit(cache=True, nogil=True)
+def pixels(
     face: np.ndarray,
+    cols: np.ndarray,
+    rows: np.ndarray,
+    turned: np.ndarray,
+    surfaces: tuple,  # type: ignore[type-arg]
+    depth_range: tuple[float, float, bool],
+    ids: np.ndarray,
+    rgb: np.ndarray,
     depth: np.ndarray,
-    directions: np.ndarray,
-    origin: np.ndarray,
-    light: np.ndarray,
-    albedo: np.ndarray,
-    material: np.ndarray,
-    normals: np.ndarray,
-    base: np.ndarray,
-    out: np.ndarray,
+    semantic: np.ndarray,
 ) -> None:
-    """RGB of every pixel: ``albedo · light · pattern`` of the hit face, black without a hit.
+    """Every pixel's images in one pass over the hits; empty outputs are skipped.
+
+    The z-depth of a pixel is ``gap / (n · d)`` on its hit face's plane (:func:`face_planes`;
+    their last entry serves "no hit", read as 0), then clipped to ``[low, high]`` and
+    normalised when asked (float32); the semantic id is ``ids[face]`` (``ids[-1]`` without a
+    hit); RGB is ``albedo · light · pattern`` (:func:`_pattern`; black without a hit).
 
     Args:
-        face: Hit face per pixel (−1: none).
-        depth: z-depth per pixel (the ray parameter: camera-frame ray z is −1).
-        directions: World ray per pixel (:func:`world_rays`).
-        origin: Camera position (world frame).
-        light: Lambert light factor per face, for the side the camera sees.
-        albedo: Albedo per face (0–255).
-        material: Material code per face.
-        normals: World normals per face.
-        base: Lowest height of each face (the foot of a wall, for the baseboard).
-        out: ``(pixels, 3)`` uint8 output.
+        face: Hit face per pixel (−1: none), row-major.
+        cols: Camera-frame ray x per column.
+        rows: Camera-frame ray y per row.
+        turned: Face normals in the camera frame (:func:`face_planes`).
+        surfaces: ``(directions, origin, light, albedo, material, normals, base, gap)``: world
+            rays (:func:`world_rays`), camera position, Lambert light of each face's front and
+            back ``(2, F)``, albedo, material code, world normal and lowest height per face, and
+            the planes' gaps (:func:`face_planes`).
+        depth_range: ``(low, high, normalize)`` of the depth sensor.
+        ids: Semantic id per face, plus the background id last.
+        rgb: ``(pixels, 3)`` uint8 output, or empty.
+        depth: ``(pixels,)`` float32 output, or empty.
+        semantic: ``(pixels,)`` int32 output, or empty.
     """
-    for i in range(face.shape[0]):
-        f = face[i]
-        if f < 0:
-            out[i, 0] = 0
-            out[i, 1] = 0
-            out[i, 2] = 0
-            continue
-        t = depth[i]
-        k = light[f]
-        kind = material[f]
-        if kind != PLAIN:
-            x = origin[0] + t * directions[i, 0]
-            z = origin[2] + t * directions[i, 2]
-            fade = 1.0 / (1.0 + (FADE * t) ** 2)
-            if kind == WOOD:
-                k *= _wood(x, z, fade)
-            elif kind == TILE:
-                k *= _tile(x, z, fade)
-            else:
-                y = origin[1] + t * directions[i, 1]
-                k *= _paint(x, y, z, normals[f, 0], normals[f, 2], base[f], fade)
-        for c in range(3):
-            value = albedo[f, c] * k + 0.5
-            out[i, c] = 255 if value >= 255.0 else np.uint8(value)
-
-
-@numba.njit(cache=True, nogil=True)
-def depth_image(depth: np.ndarray, low: float, high: float, normalize: bool) -> np.ndarray:
-    """Depths clipped to ``[low, high]``, mapped to ``[0, 1]`` when ``normalize`` (float32)."""
-    out = np.empty(depth.shape[0], dtype=np.float32)
-    scale = high - low
-    for i in range(depth.shape[0]):
-        value = min(max(depth[i], low), high)
-        out[i] = (value - low) / scale if normalize else value
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def semantic_image(face: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The semantic id of every pixel's hit face (``ids[-1]`` without a hit)."""
-    out = np.empty(face.shape[0], dtype=np.int32)
-    last = ids.shape[0] - 1
-    for i in range(face.shape[0]):
-        f = face[i]
-        out[i] = ids[f] if f >= 0 else ids[last]
-    return out
+    (cos_yaw, sin_yaw), origin, light, albedo, material, normals, base, gap = surfaces
+    low, high, normalize = depth_range
+    last = gap.shape[0] - 1
+    width = cols.shape[0]
+    want_depth, want_semantic, want_rgb = (
+        depth.shape[0] > 0,
+        semantic.shape[0] > 0,
+        rgb.shape[0] > 0,
+    )
+    for row in range(rows.shape[0]):
+        y_ray = rows[row]
+        for col in range(width):
+            i = row * width + col
+            f = face[i]
+            g = f if f >= 0 else last
+            facing = turned[g, 0] * cols[col] + turned[g, 1] * y_ray - turned[g, 2]
+            if abs(facing) < 1e-12:
+                facing = -1.0
+            t = gap[g] / facing
+            t = t if t > 0.0 else 0.0
+            if want_depth:
+                clipped = min(max(t, low), high)
+                depth[i] = (clipped - low) / (high - low) if normalize else clipped
+            if want_semantic:
+                semantic[i] = ids[g]
+            if not want_rgb:
+                continue
+            k = 0.0  # no hit: black
+            if f >= 0:  # albedo · light (of the side seen: gap < 0 is the front) · pattern
+                k = light[0, f] if gap[f] < 0.0 else light[1, f]
+                if material[f] != PLAIN:
+                    x_ray = cols[col]  # the world ray: the camera's (x, y, −1) turned by the yaw
+                    x = origin[0] + t * (cos_yaw * x_ray - sin_yaw)
+                    y = origin[1] + t * y_ray
+                    z = origin[2] + t * (-cos_yaw - sin_yaw * x_ray)
+                    k *= _pattern(material[f], x, y, z, normals[f, 0], normals[f, 2], base[f], t)
+            for c in range(3):
+                value = albedo[g, c] * k + 0.5
+                rgb[i, c] = 255 if value >= 255.0 else np.uint8(value)

@@ -105,21 +105,22 @@ class SemanticTable:
 
 @dataclass(frozen=True, slots=True)
 class Hits:
-    """One cast of a camera: the hit face and z-depth of every pixel (row-major, H × W).
+    """One cast of a camera: the hit face of every pixel (row-major, H × W) and the geometry to
+    read the images off it.
 
     Attributes:
         face: Hit face index, ``-1`` where the ray hits nothing.
-        depth: z-depth in metres, ``0`` where the ray hits nothing.
         origin: The camera position (world frame).
-        directions: The world ray of every pixel (float32).
+        yaw: The camera heading.
+        turned: Per face its normal in the camera frame, plus a last ``(0, 0, 1)`` for "no hit".
         gap: Per face ``c − n·o`` of its plane ``n·p = c`` (negative: the camera sees its front),
             plus a last 0 for "no hit".
     """
 
     face: np.ndarray
-    depth: np.ndarray
     origin: np.ndarray
-    directions: np.ndarray
+    yaw: float
+    turned: np.ndarray
     gap: np.ndarray
 
 
@@ -156,8 +157,9 @@ def rotate_yaw(vectors: np.ndarray, yaw: float, dtype: type = np.float64) -> np.
 
 def camera_origin(position: Sequence[float], yaw: float, camera: CameraConfig) -> np.ndarray:
     """World position of the camera: the agent's base plus its offset turned by the heading."""
-    offset = rotate_yaw(np.asarray([camera.position], dtype=np.float64), yaw)[0]
-    return np.asarray(position, dtype=np.float64) + offset
+    x, y, z = camera.position
+    c, s = math.cos(yaw), math.sin(yaw)  # the offset turned as rotate_yaw turns it
+    return np.array([position[0] + (c * x + s * z), position[1] + y, position[2] + (c * z - s * x)])
 
 
 class Renderer:
@@ -198,13 +200,13 @@ class Renderer:
         self._normals = normals
         self._offsets = np.einsum("ij,ij->i", normals, triangles[:, 0, :])
         albedo, material = _materials(instances, room_types or {})
-        self._albedo = np.ascontiguousarray(albedo[slot])
+        self._albedo = np.vstack([albedo[slot], np.zeros((1, 3))])  # and black: no hit
         self._material = np.ascontiguousarray(material[slot])
         self._light = np.stack([_light(normals), _light(-normals)])  # seen from front, back
         self._base = np.ascontiguousarray(triangles[:, :, 1].min(axis=1))
         self._face_semantic = np.append(ids[slot], BACKGROUND).astype(np.int32)
-        self._rays: dict[tuple[int, int, float], tuple[np.ndarray, ...]] = {}
-        self._last: tuple[tuple[object, ...], dict[str, np.ndarray]] | None = None
+        self._rays: dict[tuple[int, int, float], tuple[np.ndarray, np.ndarray]] = {}
+        self._casts: tuple[object, dict[tuple[object, ...], Hits]] = (None, {})
 
     @classmethod
     def from_scene(cls, scene: Scene) -> Renderer:
@@ -213,87 +215,93 @@ class Renderer:
 
         return cls(compose_scene_mesh(scene), {room.id: room.room_type for room in scene.rooms})
 
-    def _optics(self, camera: CameraConfig) -> tuple[np.ndarray, ...]:
-        """Pixel ray components (x per column, y per row) and a ray origin buffer of a camera."""
+    def _optics(self, camera: CameraConfig) -> tuple[np.ndarray, np.ndarray]:
+        """Camera-frame ray components of a camera: x per column, y per row."""
         key = (camera.width, camera.height, camera.hfov)
         if key not in self._rays:
             focal = 0.5 * camera.width / math.tan(math.radians(0.5 * camera.hfov))
             cols = (np.arange(camera.width, dtype=np.float64) + 0.5 - 0.5 * camera.width) / focal
             rows = -(np.arange(camera.height, dtype=np.float64) + 0.5 - 0.5 * camera.height)
-            origins = np.empty((camera.width * camera.height, 3), np.float32)
-            self._rays[key] = (cols, rows / focal, origins)
+            self._rays[key] = (cols, rows / focal)
         return self._rays[key]
 
     def cast(self, position: Sequence[float], yaw: float, camera: CameraConfig) -> Hits:
         """Cast the camera's pixel rays from the agent pose ``(position, yaw)``.
 
-        Embree finds the first triangle of each ray; the depth is then solved exactly on that
-        triangle's plane in float64. Ray directions keep a camera-frame z component of −1, so
-        the ray parameter of the hit is the z-depth itself.
+        Embree finds the first triangle of each ray; :meth:`images` then solves the depth
+        exactly on that triangle's plane in float64. Ray directions keep a camera-frame z
+        component of −1, so the ray parameter of the hit is the z-depth itself.
         """
         origin = camera_origin(position, yaw, camera)
-        cols, rows, origins = self._optics(camera)
-        directions = np.empty(origins.shape, np.float32)
+        cols, rows = self._optics(camera)
         c, s = math.cos(yaw), math.sin(yaw)
-        _shading.world_rays(cols, rows, c, s, origin - self._frame, directions, origins)
-        face = self._scene.run(origins, directions)
-        # plane n·p = c of the hit face: depth = (c − n·o) / (n·d), n turned into the camera
-        # frame (d = (x, y, −1) there)
+        directions = _shading.world_rays(cols, rows, c, s)
+        # every ray starts at the camera: one origin row repeated (stride 0) for Embree
+        start = (origin - self._frame).astype(np.float32)
+        face = self._scene.run(np.broadcast_to(start, directions.shape), directions)
+        # plane n·p = c of each face: depth = (c − n·o) / (n·d), n turned into the camera frame
         turned, gap = _shading.face_planes(self._normals, self._offsets, origin, c, s)
-        depth = _shading.hit_depth(face, cols, rows, turned, gap)
-        return Hits(face, depth, origin, directions, gap)
+        return Hits(face, origin, yaw, turned, gap)
 
-    def rgb(self, hits: Hits, camera: CameraConfig) -> np.ndarray:
-        """The shaded RGB image of a cast (uint8 H×W×3; see the module notes)."""
-        # the camera sees a face's front where n·o > c (gap < 0), else its back
-        light = np.where(hits.gap[:-1] < 0.0, self._light[0], self._light[1])
-        out = np.empty((len(hits.face), 3), dtype=np.uint8)
-        _shading.shade(
-            hits.face,
-            hits.depth,
-            hits.directions,
+    def images(self, hits: Hits, cameras: Mapping[str, CameraConfig]) -> dict[str, np.ndarray]:
+        """The images of ``cameras`` (sensor name → camera, all with the cast's optics)."""
+        camera = next(iter(cameras.values()))
+        cols, rows = self._optics(camera)
+        shape, count = (camera.height, camera.width), len(hits.face)
+        rgb = np.empty((count if "rgb" in cameras else 0, 3), dtype=np.uint8)
+        depth = np.empty(count if "depth" in cameras else 0, dtype=np.float32)
+        semantic = np.empty(count if "semantic" in cameras else 0, dtype=np.int32)
+        sensor = cameras.get("depth")
+        if isinstance(sensor, DepthConfig):
+            span = (sensor.min_depth, sensor.max_depth, sensor.normalize_depth)
+        else:
+            span = (0.0, 1.0, False)
+        surfaces = (
+            (math.cos(hits.yaw), math.sin(hits.yaw)),
             hits.origin,
-            light,
+            self._light,
             self._albedo,
             self._material,
             self._normals,
             self._base,
-            out,
+            hits.gap,
         )
-        return out.reshape(camera.height, camera.width, 3)
-
-    def depth(self, hits: Hits, camera: DepthConfig) -> np.ndarray:
-        """The depth image of a cast as habitat's depth sensor gives it (float32 H×W×1)."""
-        low, high = camera.min_depth, camera.max_depth
-        depth = _shading.depth_image(hits.depth, low, high, camera.normalize_depth)
-        return depth.reshape(camera.height, camera.width, 1)
-
-    def semantic(self, hits: Hits, camera: CameraConfig) -> np.ndarray:
-        """The semantic image of a cast (int32 H×W×1 semantic ids)."""
-        semantic = _shading.semantic_image(hits.face, self._face_semantic)
-        return semantic.reshape(camera.height, camera.width, 1)
+        _shading.pixels(
+            hits.face,
+            cols,
+            rows,
+            hits.turned,
+            surfaces,
+            span,
+            self._face_semantic,
+            rgb,
+            depth,
+            semantic,
+        )
+        out = {"rgb": rgb, "depth": depth, "semantic": semantic}
+        return {name: out[name].reshape(*shape, -1) for name in cameras}
 
     def render(
         self, position: Sequence[float], yaw: float, protocol: ObservationProtocol
     ) -> dict[str, np.ndarray]:
         """The protocol's sensors at the agent pose, keyed by sensor name (one cast per optics).
 
-        The same pose and protocol as the previous call (a turn-free step that did not move, a
-        blocked move) return copies of its images without casting again.
+        The casts of the previous call are kept: at the same pose (a turn-free step that did not
+        move, a blocked move) the images are read off them again without casting.
         """
-        key = (tuple(position), yaw, protocol)
-        if self._last is not None and self._last[0] == key:
-            return {name: image.copy() for name, image in self._last[1].items()}
-        casts: dict[tuple[object, ...], Hits] = {}
-        images: dict[str, np.ndarray] = {}
+        groups: dict[tuple[object, ...], dict[str, CameraConfig]] = {}
         for name in protocol.sensors:
             camera = getattr(protocol, name)
-            if camera.optics not in casts:
-                casts[camera.optics] = self.cast(position, yaw, camera)
-            hits = casts[camera.optics]
-            images[name] = getattr(self, name)(hits, camera)
-        self._last = (key, images)
-        return {name: image.copy() for name, image in images.items()}
+            groups.setdefault(camera.optics, {})[name] = camera
+        pose = (tuple(position), yaw)
+        casts = self._casts[1] if self._casts[0] == pose else {}
+        images: dict[str, np.ndarray] = {}
+        for optics, cameras in groups.items():
+            if optics not in casts:
+                casts[optics] = self.cast(position, yaw, next(iter(cameras.values())))
+            images.update(self.images(casts[optics], cameras))
+        self._casts = (pose, casts)
+        return {name: images[name] for name in protocol.sensors}
 
 
 def _light(normals: np.ndarray) -> np.ndarray:
