@@ -3,9 +3,10 @@
 The renderer casts one ray per pixel through the scene's composed mesh
 (:func:`condvln.scene.mesh.compose_scene_mesh`, the same trimesh mesh as the habitat GLB
 export) with Embree through ``embreex``, the wheels trimesh's own ray caster uses (no GL
-context, no system libraries). Embree is called directly so that one call returns both the hit
-triangle and its distance. One cast serves every sensor with the same optics; sensors differ
-only in what they read off the hit:
+context, no system libraries). Embree is called directly (one call gives every pixel's hit
+triangle); one compiled pass (:mod:`condvln.sim._shading`) then reads the images off the hits.
+One cast serves every sensor with the same optics; sensors differ only in what they read off
+the hit:
 
 * ``rgb``: the hit surface's material, Lambert-shaded (uint8 H×W×3; black where a ray leaves the
   scene; see *Shading* below);
