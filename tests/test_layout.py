@@ -27,7 +27,6 @@ ELSEWHERE = (
     "synth/",
     "nav/",
     "evaluation/",
-    "agents/gym_env.py",
     "sim/render.py",
     "report/",
     "habitat/",

@@ -3,8 +3,8 @@
 The interface is :mod:`.base`; agents are found by name through the ``condvln.agents`` entry
 points (:mod:`.loader`; the built-ins are :mod:`.baselines`, :mod:`.blind` and :mod:`.pixels`);
 :mod:`.run` runs one on a split with the parts in :mod:`.runner`. Also here: remote agents over
-HTTP (:mod:`.remote`, served by :mod:`condvln.agent_server`), the Gymnasium environment
-(:mod:`.gym_env`) and the conformance checker (:mod:`.check`).
+HTTP (:mod:`.remote`, served by :mod:`condvln.agent_server`) and the conformance checker
+(:mod:`.check`); the Gymnasium environment is :mod:`condvln.gym`.
 
 >>> AGENTS.names()
 ['commonsense_prior', 'condition_blind', 'goal_only', 'neurosymbolic', 'neurosymbolic_pixels', 'neurosymbolic_pixels_noisy', 'oracle_linear', 'random', 'text_prior']

@@ -68,12 +68,29 @@ def habitat_observation(
         "trajectory_id": trajectory_id,
     }
     if obs.position is not None and obs.heading is not None:
-        out["heading"] = np.array([obs.heading], dtype=np.float32)
-        out["compass"] = np.array([_wrap(obs.heading - start_yaw)], dtype=np.float32)
-        dx = obs.position[0] - start_position[0]
-        dz = obs.position[2] - start_position[2]
-        # the offset in the start frame (rotate by −start_yaw about +Y), then [−z, x]
-        c, s = math.cos(start_yaw), math.sin(start_yaw)
-        local_x, local_z = c * dx - s * dz, s * dx + c * dz
-        out["gps"] = np.array([-local_z, local_x], dtype=np.float32)
+        out.update(pose_sensors(obs.position, obs.heading, start_position, start_yaw))
     return out
+
+
+def pose_sensors(
+    position: Sequence[float],
+    heading: float,
+    start_position: Sequence[float],
+    start_yaw: float,
+) -> dict[str, np.ndarray]:
+    """habitat's ``heading``, ``compass`` and ``gps`` of a pose (see the module table).
+
+    >>> out = pose_sensors((2.0, 0.0, 0.0), 0.5, (0.0, 0.0, 0.0), 0.0)
+    >>> out["heading"].tolist(), out["compass"].tolist(), out["gps"].tolist()
+    ([0.5], [0.5], [-0.0, 2.0])
+    """
+    dx = position[0] - start_position[0]
+    dz = position[2] - start_position[2]
+    # the offset in the start frame (rotate by −start_yaw about +Y), then [−z, x]
+    c, s = math.cos(start_yaw), math.sin(start_yaw)
+    local_x, local_z = c * dx - s * dz, s * dx + c * dz
+    return {
+        "heading": np.array([heading], dtype=np.float32),
+        "compass": np.array([_wrap(heading - start_yaw)], dtype=np.float32),
+        "gps": np.array([-local_z, local_x], dtype=np.float32),
+    }

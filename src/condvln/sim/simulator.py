@@ -257,9 +257,7 @@ class Simulator:
     def renderer(self) -> Renderer:
         """The pixel renderer of this scene (its composed mesh is built on first use)."""
         if self._renderer is None:
-            from condvln.scene.mesh import compose_scene_mesh
-
-            self._renderer = Renderer(compose_scene_mesh(self.scene))
+            self._renderer = Renderer.from_scene(self.scene)
         return self._renderer
 
     def semantic_table(self) -> SemanticTable:

@@ -109,6 +109,60 @@ def _pad(frame: np.ndarray) -> np.ndarray:
     return out
 
 
+class EpisodeFrames:
+    """The frames of one episode drawn pose by pose (the map keeps the path so far).
+
+    Args:
+        renderer: The scene's renderer.
+        navigator: The scene's navigator (the map).
+        camera: The RGB camera of the egocentric view.
+        instruction: The caption.
+    """
+
+    def __init__(
+        self,
+        renderer: Renderer,
+        navigator: GridNavigator,
+        camera: CameraConfig,
+        instruction: str,
+    ) -> None:
+        self.renderer = renderer
+        self.navigator = navigator
+        self.protocol = ObservationProtocol(sensors=("rgb",), rgb=camera)
+        self._map, self._per_metre = map_image(navigator, camera.height)
+        self._instruction = instruction
+        self._caption: np.ndarray | None = None
+        self._last: tuple[int, int] | None = None
+
+    def walk(self, position: Sequence[float]) -> None:
+        """Extend the path on the map to ``position`` without drawing a frame."""
+        point = _to_pixels(self.navigator, self._per_metre, position[0], position[2])
+        if self._last is not None:
+            _line(self._map, self._last, point, _PATH)
+        self._last = point
+
+    def add(
+        self, position: Sequence[float], heading: float, view: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The frame of the next pose (uint8; ``view``: its RGB image when already rendered)."""
+        if view is None:
+            view = self.renderer.render(position, heading, self.protocol)["rgb"]
+        self.walk(position)
+        here = self._map.copy()
+        assert self._last is not None
+        row, col = self._last
+        tip = (int(row - 6 * math.cos(heading)), int(col - 6 * math.sin(heading)))
+        _line(here, (row, col), tip, _AGENT)
+        _dot(here, row, col, 3, _AGENT)
+        rows = max(view.shape[0], here.shape[0])
+        top = np.full((rows, view.shape[1] + 8 + here.shape[1], 3), 255, dtype=np.uint8)
+        top[: view.shape[0], : view.shape[1]] = view
+        top[: here.shape[0], view.shape[1] + 8 :] = here
+        if self._caption is None:
+            self._caption = caption_image(self._instruction, top.shape[1])
+        return _pad(np.vstack([top, self._caption[:, : top.shape[1]]]))
+
+
 def episode_frames(
     renderer: Renderer,
     navigator: GridNavigator,
@@ -118,32 +172,8 @@ def episode_frames(
     instruction: str,
 ) -> list[np.ndarray]:
     """The frames of one episode (uint8, equal sizes, sides multiples of :data:`BLOCK`)."""
-    base, per_metre = map_image(navigator, camera.height)
-    protocol = ObservationProtocol(sensors=("rgb",), rgb=camera)
-    path_map = base.copy()
-    points = [_to_pixels(navigator, per_metre, p[0], p[2]) for p in positions]
-    frames = []
-    caption = None
-    for k, (position, heading) in enumerate(zip(positions, headings, strict=True)):
-        if k:
-            _line(path_map, points[k - 1], points[k], _PATH)
-        view = renderer.render(position, heading, protocol)["rgb"]
-        here = path_map.copy()
-        row, col = points[k]
-        tip = (
-            int(row - 6 * math.cos(heading)),
-            int(col - 6 * math.sin(heading)),
-        )
-        _line(here, (row, col), tip, _AGENT)
-        _dot(here, row, col, 3, _AGENT)
-        rows = max(view.shape[0], here.shape[0])
-        top = np.full((rows, view.shape[1] + 8 + here.shape[1], 3), 255, dtype=np.uint8)
-        top[: view.shape[0], : view.shape[1]] = view
-        top[: here.shape[0], view.shape[1] + 8 :] = here
-        if caption is None:
-            caption = caption_image(instruction, top.shape[1])
-        frames.append(_pad(np.vstack([top, caption[:, : top.shape[1]]])))
-    return frames
+    frames = EpisodeFrames(renderer, navigator, camera, instruction)
+    return [frames.add(p, h) for p, h in zip(positions, headings, strict=True)]
 
 
 def write_video(frames: Sequence[np.ndarray], path: str | Path, fps: int = FPS) -> Path:

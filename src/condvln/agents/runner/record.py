@@ -117,7 +117,6 @@ def record_videos(
     need no sensor in the protocol and do not change the run.
     """
     from condvln.nav import GridNavigator
-    from condvln.scene.mesh import compose_scene_mesh
     from condvln.sim.render import Renderer
     from condvln.sim.video import episode_frames, write_video
 
@@ -128,7 +127,7 @@ def record_videos(
     for spec in specs:
         if spec.scene_id not in scenes:
             scene = load_scene(dataset_dir / spec.scene_id)
-            scenes = {spec.scene_id: (GridNavigator(scene), Renderer(compose_scene_mesh(scene)))}
+            scenes = {spec.scene_id: (GridNavigator(scene), Renderer.from_scene(scene))}
         navigator, renderer = scenes[spec.scene_id]
         record = records[str(spec.episode_id)]
         frames = episode_frames(
