@@ -139,6 +139,7 @@ def _pattern(
     return _paint(x, y, z, nx, nz, base, fade)
 
 
+# long: one fused numba pass over every pixel (depth, semantic, shaded RGB); splitting it costs a pass
 @numba.njit(cache=True, nogil=True)
 def pixels(
     face: np.ndarray,
