@@ -23,16 +23,19 @@ from condvln.scene.sources import load
 
 def brute_force(polygon: BaseGeometry, a: tuple[float, float], b: tuple[float, float]) -> float:
     """Dijkstra over every vertex of ``polygon`` plus ``a`` and ``b``, an edge wherever shapely
-    says the segment is covered by the polygon; ``inf`` when ``b`` cannot be reached."""
-    shapely.prepare(polygon)
+    says the segment is covered by the polygon grown by 1 nm (points on the boundary, such as an
+    edge midpoint, are a rounding error away from it); ``inf`` when ``b`` cannot be reached."""
+    covering = polygon.buffer(1e-9, join_style="mitre")
+    shapely.prepare(covering)
     rings = [polygon.exterior, *polygon.interiors]
     nodes = np.array([a, b, *(c for r in rings for c in list(r.coords)[:-1])], dtype=np.float64)
     dist = np.full(len(nodes), np.inf)
     dist[0] = 0.0
     settled = np.zeros(len(nodes), dtype=bool)
     while True:
-        u = int(np.argmin(np.where(settled, np.inf, dist)))
-        if u == 1 or not np.isfinite(dist[u]):
+        open_dist = np.where(settled, np.inf, dist)
+        u = int(np.argmin(open_dist))
+        if u == 1 or not np.isfinite(open_dist[u]):  # b settled, or nothing left to reach
             return float(dist[1])
         settled[u] = True
         step = np.hypot(*(nodes - nodes[u]).T)
@@ -41,7 +44,7 @@ def brute_force(polygon: BaseGeometry, a: tuple[float, float], b: tuple[float, f
             lines = shapely.linestrings(
                 np.stack([np.broadcast_to(nodes[u], (better.size, 2)), nodes[better]], axis=1)
             )
-            ok = better[shapely.covers(polygon, lines)]
+            ok = better[shapely.covers(covering, lines)]
             dist[ok] = dist[u] + step[ok]
 
 
