@@ -4,7 +4,7 @@ Also here: remote agents over HTTP (:mod:`.remote`, served by :mod:`condvln.agen
 Gymnasium environment (:mod:`.gym_env`) and the conformance checker (:mod:`.check`).
 
 >>> AGENTS.names()
-['commonsense_prior', 'condition_blind', 'goal_only', 'neurosymbolic', 'neurosymbolic_pixels', 'neurosymbolic_pixels_noisy', 'oracle_linear', 'random', 'text_prior']
+['commonsense_prior', 'condition_blind', 'goal_only', 'llm', 'neurosymbolic', 'neurosymbolic_pixels', 'neurosymbolic_pixels_noisy', 'oracle_linear', 'random', 'text_prior']
 """
 
 from condvln.agents import baselines as baselines  # registers the built-in agents

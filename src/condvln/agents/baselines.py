@@ -12,7 +12,8 @@
   predicate on what it saw), then follows the chosen branch. The non-oracle counterpart of the
   oracle.
 
-The blind ``text_prior`` and ``commonsense_prior`` agents live in :mod:`condvln.agents.blind`.
+The blind ``text_prior`` and ``commonsense_prior`` agents live in :mod:`condvln.agents.blind`,
+the language-model agent ``llm`` in :mod:`condvln.agents.llm`.
 
 All but ``random`` navigate with the map planner and find objects only by seeing them
 (:mod:`condvln.agents.skills`).
@@ -149,6 +150,7 @@ class NeurosymbolicAgent(SkillAgent):
 
 def _register() -> None:
     from condvln.agents.blind import CommonsensePriorAgent, TextPriorAgent
+    from condvln.agents.llm import LLMAgent
 
     for name, factory in (
         ("text_prior", TextPriorAgent),
@@ -158,6 +160,7 @@ def _register() -> None:
         ("goal_only", GoalOnlyAgent),
         ("oracle_linear", OracleLinearAgent),
         ("neurosymbolic", NeurosymbolicAgent),
+        ("llm", LLMAgent),
     ):
         if name not in AGENTS:
             AGENTS.add(name, factory)

@@ -9,7 +9,8 @@ and records every episode. A run folder holds::
                          seed, condvln version, episode count
     trajectories.jsonl   one line per episode: {"episode_id", "positions", "headings",
                          "actions", "stop", "steps", "agent", "status"} (+ "reason" when the
-                         agent failed); len(positions) == len(actions) + 1
+                         agent failed, + "agent_notes" when the agent has
+                         ``episode_notes(episode_id)``); len(positions) == len(actions) + 1
     predictions.json     VLN-CE leaderboard form {"<episode_id>": [{"position", "heading",
                          "stop"}, ...]}
     videos/              with ``record=N``: ``episode_<id>.mp4`` (or ``.gif``) of the first N
@@ -86,7 +87,7 @@ from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
 from condvln.scene.serialize import load_scene
 from condvln.sim.habitat_obs import habitat_observation
-from condvln.sim.protocol import ObservationProtocol, parse_protocol
+from condvln.sim.protocol import ObservationProtocol, parse_protocol, protocol_stamp
 from condvln.sim.simulator import ACTIONS, DEFAULT_BUDGET, Simulator, Trajectory
 
 CHUNK = 8
@@ -493,10 +494,20 @@ class EpisodeWorker:
         record = trajectory_record(
             episode.spec.episode_id, episode.sim.trajectory(), self.config.agent
         )
+        notes = self._notes(episode.spec.episode_id)
         if fault is None:
-            return record | {"status": "ok"}
+            return record | {"status": "ok"} | notes
         self.failed = True
-        return record | {"status": fault.status, "reason": fault.reason}
+        return record | {"status": fault.status, "reason": fault.reason} | notes
+
+    def _notes(self, episode_id: int | str) -> dict[str, Any]:
+        """``{"agent_notes": ...}`` from an agent's ``episode_notes`` (JSON data), else ``{}``."""
+        get = getattr(self.agent, "episode_notes", None)
+        try:
+            notes = get(episode_id) if callable(get) else None
+            return {} if notes is None else {"agent_notes": orjson.loads(orjson.dumps(notes))}
+        except Exception:
+            return {}
 
 
 def trajectory_record(episode_id: int | str, traj: Trajectory, agent_name: str) -> dict[str, Any]:
@@ -878,6 +889,9 @@ def run_agent(
     args = dict(agent_args or {})
     factory = agent_factory(agent_name)
     agent, agent_info = _describe_agent(agent_name, factory, args)
+    if agent is None and getattr(factory, "reads_text", False):
+        agent = load_agent(agent_name, args)  # its text rendering joins the protocol stamp
+    protocol_dump, protocol_hash = protocol_stamp(proto, getattr(agent, "text_protocol", None))
     batched = is_batched(agent if agent is not None else factory)
     batch_size = batch_size if batched else 1
     executor = executor or Executor(workers=max(workers, 1))
@@ -891,8 +905,8 @@ def run_agent(
         **agent_info,
         "batch_size": batch_size,
         "step_timeout": step_timeout,
-        "protocol": proto.model_dump(mode="json"),
-        "protocol_hash": proto.protocol_hash(),
+        "protocol": protocol_dump,
+        "protocol_hash": protocol_hash,
         "dataset": str(dataset_dir),
         "dataset_hash": dataset_hash(dataset_dir, split),
         "split": split,
