@@ -1,4 +1,4 @@
-"""Is the ``llm`` agent's loop sound? Scripted readers through it against the hand-written baselines.
+"""Is the ``llm`` agent's loop sound? Scripted readers through it against hand-written baselines.
 
 A scripted OpenAI-compatible server on 127.0.0.1 (``tests/agents/data/chat_server.py``, no
 model) answers the agent's ``subgoals`` prompts as two readers would:

@@ -3,6 +3,7 @@ settings and the protocol stamp."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 import shlex
@@ -180,3 +181,13 @@ def test_readme_commands_build_the_agent() -> None:
         assert agent.config.base_url.endswith("/v1") and agent.config.model
     for name in re.findall(r"condvln/data/prompts/(\w+\.v\d+\.txt)", section):
         assert load_prompt(name.split(".")[0]).name == name
+
+
+def test_missing_client_libraries_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a)
+    )
+    with pytest.raises(ConfigError, match=r'openai not installed: pip install "condvln\[llm\]"'):
+        load_agent("llm", {"base_url": "u", "model": "m"})
+    assert load_agent("llm", {"base_url": "u", "model": "m", "cache": "readonly"})

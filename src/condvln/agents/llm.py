@@ -41,6 +41,7 @@ at most ``max_concurrency`` at a time. Results do not depend on B.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Generator, Sequence
@@ -59,7 +60,13 @@ from condvln.agents.skills import Memory, SkillAgent
 from condvln.errors import ConfigError
 from condvln.sim.protocol import Observation, Vec3
 from condvln.sim.simulator import FORWARD, STOP, TURN_LEFT, TURN_RIGHT
-from condvln.sim.text_obs import ACTION_WORDS, Seen, TextObsConfig, TextRenderer, relative
+from condvln.sim.text_obs import (
+    ACTION_WORDS,
+    Seen,
+    TextObsConfig,
+    TextRenderer,
+    relative,
+)
 
 Mode = Literal["actions", "subgoals"]
 
@@ -401,7 +408,7 @@ class _SubgoalsEpisode(_Driver, SkillAgent):
     def go(self, index: int) -> Generator[int, None, str]:
         """Walk to the approach point of remembered object ``index``."""
         memo = self.memory.objects[index]
-        name = f"[{index}] {memo.category} {self._xz(memo.position)}"
+        name = f"[{index}] {memo.category}{self.renderer.at(memo.position)}"
         point = self.map.approach(memo.position, memo.size)
         arrived = point is not None and (yield from self.go_to(point))
         if arrived:
@@ -416,9 +423,6 @@ class _SubgoalsEpisode(_Driver, SkillAgent):
         if not new:
             return "no new objects"
         return f"{len(new)} new object{'s' if len(new) > 1 else ''} ({', '.join(new)})"
-
-    def _xz(self, position: Vec3) -> str:
-        return f"(x {position[0]:.2f}, z {position[2]:.2f})"
 
     def values(self) -> dict[str, str]:
         """The template's placeholders for the current state."""
@@ -448,9 +452,9 @@ class _SubgoalsEpisode(_Driver, SkillAgent):
 
     def progress(self) -> str:
         """Objects reached so far, rooms visited, whether anything is left to explore."""
+        objects, at = self.memory.objects, self.renderer.at
         reached = "; ".join(
-            f"[{i}] {self.memory.objects[i].category} {self._xz(self.memory.objects[i].position)}"
-            for i in self.reached
+            f"[{i}] {objects[i].category}{at(objects[i].position)}" for i in self.reached
         )
         rooms = sorted(set(self.memory.room_types.values()))
         lines = [
@@ -461,6 +465,16 @@ class _SubgoalsEpisode(_Driver, SkillAgent):
             "Everything has been explored." if self.explored_all else "Unexplored places remain.",
         ]
         return "\n".join(lines)
+
+
+def _require_client_libraries() -> None:
+    """``ConfigError`` unless ``openai`` and ``tenacity`` are installed (a replay needs neither)."""
+    missing = [name for name in ("openai", "tenacity") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(
+            f'llm agent: {" and ".join(missing)} not installed: pip install "condvln[llm]" '
+            "(or replay a run from its cache with --agent-arg cache=readonly)"
+        )
 
 
 class LLMAgent:
@@ -507,12 +521,16 @@ class LLMAgent:
             max_concurrency=self.config.max_concurrency,
             api_key_env=self.config.api_key_env,
         )
+        if self.config.cache != "readonly":
+            _require_client_libraries()
         self.client = ChatClient(endpoint, ResponseCache(folder), self.config.cache)
         self._episodes: OrderedDict[Any, _ActionsEpisode | _SubgoalsEpisode] = OrderedDict()
         self._current: Any = None
 
     def reset(self, episode: EpisodeView) -> None:
         """Start an episode (its text follows the run's protocol)."""
+        if self.config.mode == "subgoals" and (episode.map is None or not episode.protocol.pose):
+            raise ConfigError("llm agent: mode=subgoals needs the pose and map access")
         if self.config.mode == "subgoals":
             state: _ActionsEpisode | _SubgoalsEpisode = _SubgoalsEpisode(self, episode)
         else:
@@ -533,9 +551,9 @@ class LLMAgent:
         """The next action of each episode; their model requests go out together."""
         episodes = [self._episodes[i] for i in episode_ids]
         items = [e.begin(o) for e, o in zip(episodes, observations, strict=True)]
-        while waiting := [i for i, item in enumerate(items) if isinstance(item, Query)]:
-            replies = self.client.complete_many([items[i].messages for i in waiting])  # type: ignore[union-attr]
-            for i, reply in zip(waiting, replies, strict=True):
+        while queries := [(i, q) for i, q in enumerate(items) if isinstance(q, Query)]:
+            replies = self.client.complete_many([q.messages for _, q in queries])
+            for (i, _), reply in zip(queries, replies, strict=True):
                 items[i] = episodes[i].send(reply)
         return [int(item) for item in items]  # type: ignore[arg-type]
 

@@ -168,8 +168,9 @@ class ChatClient:
                     self.cache_hits += 1
                 return _reply(stored, cached=True)
         if self.readonly:
+            folder = self.cache.folder if self.cache is not None else None
             raise LLMCallError(
-                f"cache=readonly: no cached response for key {key} in {self.cache.folder} "  # type: ignore[union-attr]
+                f"cache=readonly: no cached response for key {key} in {folder} "
                 f"(model {self.endpoint.model!r}); run with cache=readwrite to fetch it"
             )
         response = self._fetch(request)

@@ -234,9 +234,11 @@ class TextRenderer:
         if s.room is not None:
             text += f" in the {s.room}"
         text += f", {s.distance:.1f} m away at {self.bearing(s.bearing)}"
-        if s.position is not None and self.config.coordinates:
-            text += f" (x {s.position[0]:.2f}, z {s.position[2]:.2f})"
-        return text
+        return text + self.at(s.position)
+
+    def at(self, position: Vec3 | None) -> str:
+        """``" (x 1.20, z -3.40)"`` for a position when coordinates are shown, else ``""``."""
+        return f" {xz(position)}" if position is not None and self.config.coordinates else ""
 
     def actions(self) -> str:
         """The VLN-CE actions, one line."""
@@ -257,6 +259,11 @@ class TextRenderer:
         entries_word = "entry" if dropped == 1 else "entries"
         title += f" ({dropped} earlier {entries_word} not shown):" if dropped else ":"
         return "\n".join([title, *(f"- {e}" for e in shown)])
+
+
+def xz(position: Vec3) -> str:
+    """A position on the floor plan: ``"(x 1.20, z -3.40)"``."""
+    return f"(x {position[0]:.2f}, z {position[2]:.2f})"
 
 
 def relative(origin: Vec3, heading: float, point: Vec3) -> tuple[float, float]:
