@@ -49,7 +49,7 @@ def _load() -> str:
 
 def _score(dataset: Path, run: Path, split: str) -> dict[str, Any]:
     result = evaluate_run(dataset, run / "trajectories.jsonl", run.parent / f"{run.name}-eval",
-                          split=split)  # fmt: skip
+                          split=split, run_name=run.name)  # fmt: skip
     metrics, records = result["metrics"], result["records"]
     branch = [r["branch_correct"] for r in records if r.get("branch_correct") is not None]
     usage = metrics["counts"].get("agent_usage", {})

@@ -121,16 +121,20 @@ REASONING_LINES = 12
 
 
 def reasoning_lines(notes: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """One caption line per branch decision an agent recorded (``agent_notes.decisions``).
+    """One caption line per branch decision an agent recorded (``agent_notes.decisions``); the
+    reasoning is printed once for decisions of one answer (same step, same reasoning).
 
-    >>> reasoning_lines({"decisions": [{"step": 7, "condition": "the kitchen has a toaster",
-    ...                                 "holds": False, "reasoning": "No toaster in view."}]})
-    ('Decision at step 7: the kitchen has a toaster → FALSE. Reasoning: No toaster in view.',)
+    >>> notes = {"decisions": [
+    ...     {"step": 7, "condition": "a toaster in the kitchen", "holds": False, "reasoning": "None."},
+    ...     {"step": 7, "condition": "a bed in the bedroom", "holds": True, "reasoning": "None."}]}
+    >>> for line in reasoning_lines(notes): print(line)
+    Decision at step 7: a toaster in the kitchen → FALSE. Reasoning: None.
+    Decision at step 7: a bed in the bedroom → TRUE.
     """
     decisions = (notes or {}).get("decisions")
     if not isinstance(decisions, list):
         return ()
-    lines = []
+    lines, previous = [], None
     for d in decisions[:REASONING_LINES]:
         if not isinstance(d, Mapping):
             continue
@@ -138,7 +142,11 @@ def reasoning_lines(notes: Mapping[str, Any] | None) -> tuple[str, ...]:
         verdict = "TRUE" if holds is True else "FALSE" if holds is False else "?"
         condition = " ".join(str(d.get("condition")).split())[:200]
         why = " ".join(str(d.get("reasoning") or "").split())[:300]
-        lines.append(f"Decision at step {d.get('step')}: {condition} → {verdict}. Reasoning: {why}")
+        line = f"Decision at step {d.get('step')}: {condition} → {verdict}."
+        if why and (d.get("step"), why) != previous:
+            line += f" Reasoning: {why}"
+        lines.append(line)
+        previous = (d.get("step"), why)
     return tuple(lines)
 
 
