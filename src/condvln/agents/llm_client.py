@@ -54,14 +54,12 @@ class Reply:
         finish_reason: ``"stop"``, ``"length"`` (cut at ``max_tokens``), … or ``None``.
         prompt_tokens: Prompt tokens the server counted (0 when it reports no usage).
         completion_tokens: Completion tokens the server counted (0 when it reports none).
-        cached: Whether it came from the cache (never recorded: a replay must match a run).
     """
 
     content: str
     finish_reason: str | None
     prompt_tokens: int
     completion_tokens: int
-    cached: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,8 +140,6 @@ class ChatClient:
         self.endpoint = endpoint
         self.cache = None if mode == "off" else cache
         self.readonly = mode == "readonly"
-        self.calls = 0
-        self.cache_hits = 0
         self._lock = threading.Lock()
         self._client: Any = None
         self._pool: ThreadPoolExecutor | None = None
@@ -164,9 +160,7 @@ class ChatClient:
         if self.cache is not None:
             stored = self.cache.get(key, request)
             if stored is not None:
-                with self._lock:
-                    self.cache_hits += 1
-                return _reply(stored, cached=True)
+                return _reply(stored)
         if self.readonly:
             folder = self.cache.folder if self.cache is not None else None
             raise LLMCallError(
@@ -176,7 +170,7 @@ class ChatClient:
         response = self._fetch(request)
         if self.cache is not None:
             response = self.cache.put(key, request, response)
-        return _reply(response, cached=False)
+        return _reply(response)
 
     def complete_many(self, batch: Sequence[Messages]) -> list[Reply]:
         """Replies to several requests, at most ``max_concurrency`` in flight, in order."""
@@ -220,8 +214,6 @@ class ChatClient:
             wait=self._wait,
             reraise=True,
         )
-        with self._lock:
-            self.calls += 1
         try:
             completion = retrying(client.chat.completions.create, **request)
         except Exception as exc:
@@ -251,11 +243,10 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _reply(response: Mapping[str, Any], *, cached: bool) -> Reply:
+def _reply(response: Mapping[str, Any]) -> Reply:
     return Reply(
         content=response["content"],
         finish_reason=response["finish_reason"],
         prompt_tokens=response["prompt_tokens"],
         completion_tokens=response["completion_tokens"],
-        cached=cached,
     )
