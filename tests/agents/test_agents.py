@@ -35,6 +35,7 @@ def test_agents_load_by_name_and_module_path() -> None:
         "neurosymbolic_pixels_noisy",
         "text_prior",
         "commonsense_prior",
+        "llm",
     }
     assert isinstance(load_agent("condvln.agents.baselines:RandomAgent"), RandomAgent)
     assert load_agent("oracle_linear").instruction_source == "oracle"

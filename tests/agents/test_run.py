@@ -13,6 +13,7 @@ from condvln.agents.run import episode_specs, read_trajectories
 from condvln.dataset.vlnce import load_split, split_path
 from condvln.errors import ConfigError
 from condvln.io import read_json
+from condvln.sim.protocol import ObservationProtocol
 
 
 def test_run_folder_layout(dataset: Path, tmp_path: Path) -> None:
@@ -52,6 +53,9 @@ def test_run_folder_layout(dataset: Path, tmp_path: Path) -> None:
     assert manifest["agent"] == "oracle_linear" and manifest["instruction_source"] == "oracle"
     assert manifest["protocol"]["fov_deg"] == 90.0 and manifest["condvln_version"] == __version__
     assert manifest["split"] == "train" and manifest["seed"] == 0 and manifest["dataset_hash"]
+    # no text rendering for an agent that reads none: the stamp is the protocol's own
+    assert "text" not in manifest["protocol"]
+    assert manifest["protocol_hash"] == ObservationProtocol().protocol_hash()
 
 
 def test_results_do_not_depend_on_workers(dataset: Path, tmp_path: Path) -> None:

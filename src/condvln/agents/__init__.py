@@ -1,13 +1,13 @@
 """Agents: the interface, the built-in baselines, plug-in loading and the episode runner.
 
 The interface is :mod:`.base`; agents are found by name through the ``condvln.agents`` entry
-points (:mod:`.loader`; the built-ins are :mod:`.baselines`, :mod:`.blind` and :mod:`.pixels`);
-:mod:`.run` runs one on a split with the parts in :mod:`.runner`. Also here: remote agents over
-HTTP (:mod:`.remote`, served by :mod:`condvln.agent_server`) and the conformance checker
-(:mod:`.check`); the Gymnasium environment is :mod:`condvln.gym`.
+points (:mod:`.loader`; the built-ins are :mod:`.baselines`, :mod:`.blind`, :mod:`.pixels` and
+:mod:`.llm`); :mod:`.run` runs one on a split with the parts in :mod:`.runner`. Also here:
+remote agents over HTTP (:mod:`.remote`, served by :mod:`condvln.agent_server`) and the
+conformance checker (:mod:`.check`); the Gymnasium environment is :mod:`condvln.gym`.
 
 >>> AGENTS.names()
-['commonsense_prior', 'condition_blind', 'goal_only', 'neurosymbolic', 'neurosymbolic_pixels', 'neurosymbolic_pixels_noisy', 'oracle_linear', 'random', 'text_prior']
+['commonsense_prior', 'condition_blind', 'goal_only', 'llm', 'neurosymbolic', 'neurosymbolic_pixels', 'neurosymbolic_pixels_noisy', 'oracle_linear', 'random', 'text_prior']
 """
 
 from condvln.agents.base import Agent, EpisodeView, instruction_source

@@ -18,6 +18,12 @@ state keyed by ``episode.episode_id``) and ``act_batch`` once per step of the ba
 An agent declaring ``needs_training_data = True`` gets ``fit(dataset_dir)`` once before its
 first episode (:func:`prepare`).
 
+An agent class declaring ``reads_text = True`` is built once when the run is planned, and its
+``text_protocol`` (the stamp of the text rendering and prompt it reads observations through,
+JSON data) joins the run's protocol stamp. An agent with ``episode_notes(episode_id)`` returns
+JSON data about a finished episode (e.g. token usage, branch decisions), recorded as the
+episode's ``agent_notes``. The ``llm`` agent (:mod:`condvln.agents.llm`) does both.
+
 >>> class Still:
 ...     def reset(self, episode): ...
 ...     def act(self, observation): return 0

@@ -12,7 +12,8 @@
   predicate on what it saw), then follows the chosen branch. The non-oracle counterpart of the
   oracle.
 
-The blind ``text_prior`` and ``commonsense_prior`` agents live in :mod:`condvln.agents.blind`.
+The blind ``text_prior`` and ``commonsense_prior`` agents live in :mod:`condvln.agents.blind`,
+the language-model agent ``llm`` in :mod:`condvln.agents.llm`.
 
 All but ``random`` navigate with the map planner and find objects only by seeing them
 (:mod:`condvln.agents.skills`).

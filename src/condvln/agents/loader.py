@@ -15,7 +15,7 @@ and imported only when it is asked for. Without installing anything, an agent al
 >>> load_agent("randon")
 Traceback (most recent call last):
 ...
-condvln.errors.ConfigError: unknown agent 'randon'; did you mean 'random'? (known: commonsense_prior, condition_blind, goal_only, neurosymbolic, neurosymbolic_pixels, neurosymbolic_pixels_noisy, oracle_linear, random, text_prior)
+condvln.errors.ConfigError: unknown agent 'randon'; did you mean 'random'? (known: commonsense_prior, condition_blind, goal_only, llm, neurosymbolic, neurosymbolic_pixels, neurosymbolic_pixels_noisy, oracle_linear, random, text_prior)
 """
 
 from __future__ import annotations

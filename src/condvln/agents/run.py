@@ -5,11 +5,13 @@ the step budget and the oracle text — the agent never sees them), builds one s
 and records every episode. A run folder holds::
 
     manifest.json        agent spec, arguments and class (or server /info), instruction source,
-                         batch size, step timeout, protocol (+ hash), dataset path + hash, split,
-                         seed, condvln version, episode count
+                         batch size, step timeout, protocol (+ the text rendering of an agent
+                         that reads text) + hash, dataset path + hash, split, seed, condvln
+                         version, episode count
     trajectories.jsonl   one line per episode: {"episode_id", "positions", "headings",
                          "actions", "stop", "steps", "agent", "status"} (+ "reason" when the
-                         agent failed); len(positions) == len(actions) + 1
+                         agent failed, + "agent_notes" when the agent has
+                         ``episode_notes(episode_id)``); len(positions) == len(actions) + 1
     predictions.json     VLN-CE leaderboard form {"<episode_id>": [{"position", "heading",
                          "stop"}, ...]}
     videos/              with ``videos=N``: ``episode_<id>.mp4`` (or ``.gif``) of the first N

@@ -8,7 +8,8 @@ episode of the split in continuous mode with :func:`~.scoring.score_episode`, ag
                       (episode_id, split, scene_id, category, depth, chain, composition,
                       observability, horizon, source_dataset, pair_id), every score key,
                       off_map_positions
-    metrics.json      counts (episodes, missing, extra, off-map), aggregates with 95 %
+    metrics.json      counts (episodes, missing, extra, off-map, agent failures, and the
+                      summed ``agent_usage`` of agents that record one), aggregates with 95 %
                       intervals, pair consistency, invariant checks, failure categories,
                       breakdowns by source, category, depth, chain, composition, observability,
                       horizon
@@ -393,7 +394,7 @@ def _score_one(
     agent = {
         "agent_status": status,
         "agent_fault": None if status is None else status in AGENT_FAILURES,
-    }
+    } | agent_usage(trajectory)
     meta = _metadata(episode, split) | {"fidelity_reference": source}
     return meta | score | _branch_choice(episode, score) | agent
 
@@ -477,9 +478,36 @@ def _counts(
     }
 
 
+USAGE_KEYS = ("requests", "prompt_tokens", "completion_tokens", "cost", "fallbacks")
+"""Per-episode model usage an agent may record (``agent_notes.usage``, e.g. the ``llm`` agent)."""
+
+
+def _amount(value: Any) -> int | float:
+    """A recorded count or cost: a finite non-negative number, else 0."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return value if ok and 0 <= value < float("inf") else 0
+
+
+def agent_usage(trajectory: Trajectory | None) -> Record:
+    """``{"agent_usage": {requests, tokens, cost, fallbacks}}`` from the trajectory's
+    ``agent_notes`` (``usage`` and ``fallbacks`` by kind), or ``{}`` when it records none."""
+    notes = trajectory.notes if trajectory is not None else None
+    usage = notes.get("usage") if notes is not None else None
+    if not isinstance(usage, dict):
+        return {}
+    fallbacks = notes.get("fallbacks") if notes is not None else None
+    totals = {k: _amount(usage.get(k)) for k in USAGE_KEYS[:-1]}
+    kinds = fallbacks.values() if isinstance(fallbacks, dict) else ()
+    return {"agent_usage": totals | {"fallbacks": sum(_amount(n) for n in kinds)}}
+
+
 def record_counts(records: Sequence[Record]) -> Record:
-    """The counts that follow from the per-episode records alone (off-map, agent failures)."""
+    """The counts that follow from the per-episode records alone (off-map, agent failures,
+    summed ``agent_usage`` when some record has one)."""
     off_map = [r["off_map_positions"] for r in records]
+    usage = [r["agent_usage"] for r in records if r.get("agent_usage")]
+    totals = {"episodes": len(usage)} | {k: sum(u[k] for u in usage) for k in USAGE_KEYS}
+    extra = {"agent_usage": totals | {"cost": round(totals["cost"], 8)}} if usage else {}
     return {
         "off_map_positions": int(sum(off_map)),
         "off_map_episodes": int(sum(1 for k in off_map if k)),
@@ -487,6 +515,7 @@ def record_counts(records: Sequence[Record]) -> Record:
             status: sum(r.get("agent_status") == status for r in records)
             for status in AGENT_FAILURES
         },
+        **extra,
     }
 
 

@@ -9,8 +9,9 @@ Two formats (DESIGN §3), both turned into ``{episode_id: Trajectory}``:
   [[x, y, z], ...], "headings": [h, ...], "actions": [1, 2, ..., 0], "stop": true}`` with
   ``len(positions) == len(headings) == len(actions) + 1`` (start pose first; VLN-CE action ids
   0 STOP, 1 FORWARD, 2 LEFT, 3 RIGHT). ``actions`` may be omitted; ``status`` (``"ok"`` or an
-  agent failure of :data:`AGENT_FAILURES`, written by ``condvln run``) is kept; other keys are
-  ignored.
+  agent failure of :data:`AGENT_FAILURES`, written by ``condvln run``) and ``agent_notes`` (an
+  object an agent recorded, e.g. the ``llm`` agent's token usage and branch decisions) are kept;
+  other keys are ignored.
 
 The format follows the extension (``.jsonl`` / ``.json``, optionally ``.gz``); any other name is
 read as JSONL unless the whole file parses as one JSON object without ``"positions"``. Episode
@@ -59,6 +60,7 @@ class Trajectory:
         actions: ``(N - 1,)`` action ids, or ``None`` when the format does not log them.
         stop: whether the agent called STOP.
         status: ``"ok"`` or an agent failure (JSONL ``status``; ``None`` when not recorded).
+        notes: The record's ``agent_notes`` object (``None`` when not recorded).
     """
 
     positions: NDArray[np.float64]
@@ -66,6 +68,7 @@ class Trajectory:
     actions: NDArray[np.int64] | None
     stop: bool
     status: str | None = None
+    notes: dict[str, Any] | None = None
 
 
 Predictions = dict[int, Trajectory]
@@ -142,7 +145,10 @@ def _jsonl_record(doc: Any, file: Path, record: str) -> tuple[int, Trajectory]:
         known = ", ".join(("ok", *AGENT_FAILURES))
         raise _fail(f"must be one of {known}, got {status!r}", file, record, "status")
     stop = _stop(doc["stop"], file, record)
-    return episode, Trajectory(positions, headings, actions, stop, status)
+    notes = doc.get("agent_notes")
+    if notes is not None and not isinstance(notes, dict):
+        raise _fail("must be an object", file, record, "agent_notes")
+    return episode, Trajectory(positions, headings, actions, stop, status, notes)
 
 
 def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:

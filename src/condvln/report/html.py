@@ -278,10 +278,14 @@ def _rows(
             trajectory, episode = trajectories.get(eid), episodes.get(eid)
             if trajectory is not None and episode is not None and run.dataset_dir is not None:
                 index, figure = maps.episode(run.dataset_dir, run.split, episode)
-                path = agent_path(run.name, trajectory.positions, record, trajectory.stop)
+                path = agent_path(
+                    run.name, trajectory.positions, record, trajectory.stop, trajectory.notes
+                )
                 flat = [round(c, 2) for point in path.trajectory for c in point]
                 row |= {"e": index, "t": flat, "stop": path.stop, "k": path.subgoals_reached,
                         "end": path.ended_branch, "out": outcome_text(figure, path)}  # fmt: skip
+                if path.reasoning:
+                    row["why"] = list(path.reasoning)
             rows.append(row)
             if advance:
                 advance()

@@ -113,6 +113,41 @@ class AgentPath:
     subgoals_reached: int
     ended_branch: int | None
     failure_category: str | None
+    reasoning: tuple[str, ...] = ()
+
+
+REASONING_LINES = 12
+"""Branch decisions shown under a map at most."""
+
+
+def reasoning_lines(notes: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """One caption line per branch decision an agent recorded (``agent_notes.decisions``); the
+    reasoning is printed once for decisions of one answer (same step, same reasoning).
+
+    >>> notes = {"decisions": [
+    ...     {"step": 7, "condition": "a toaster in the kitchen", "holds": False, "reasoning": "None."},
+    ...     {"step": 7, "condition": "a bed in the bedroom", "holds": True, "reasoning": "None."}]}
+    >>> for line in reasoning_lines(notes): print(line)
+    Decision at step 7: a toaster in the kitchen → FALSE. Reasoning: None.
+    Decision at step 7: a bed in the bedroom → TRUE.
+    """
+    decisions = (notes or {}).get("decisions")
+    if not isinstance(decisions, list):
+        return ()
+    lines, previous = [], None
+    for d in decisions[:REASONING_LINES]:
+        if not isinstance(d, Mapping):
+            continue
+        holds = d.get("holds")
+        verdict = "TRUE" if holds is True else "FALSE" if holds is False else "?"
+        condition = " ".join(str(d.get("condition")).split())[:200]
+        why = " ".join(str(d.get("reasoning") or "").split())[:300]
+        line = f"Decision at step {d.get('step')}: {condition} → {verdict}."
+        if why and (d.get("step"), why) != previous:
+            line += f" Reasoning: {why}"
+        lines.append(line)
+        previous = (d.get("step"), why)
+    return tuple(lines)
 
 
 def condition_text(condition: Condition) -> str:
@@ -198,8 +233,15 @@ def episode_figure(episode: Mapping[str, Any]) -> EpisodeFigure:
         ) from None
 
 
-def agent_path(run: str, positions: Any, record: Mapping[str, Any], stop: bool) -> AgentPath:
-    """One run's path: positions (consecutive duplicates dropped) and its scored record."""
+def agent_path(
+    run: str,
+    positions: Any,
+    record: Mapping[str, Any],
+    stop: bool,
+    notes: Mapping[str, Any] | None = None,
+) -> AgentPath:
+    """One run's path: positions (consecutive duplicates dropped), its scored record and the
+    branch decisions its agent recorded (``notes``: the trajectory's ``agent_notes``)."""
     xz = np.asarray(positions, dtype=np.float64).reshape(-1, 3)[:, [0, 2]]
     keep = np.ones(len(xz), dtype=bool)
     keep[1:] = np.any(np.abs(np.diff(xz, axis=0)) > 1e-6, axis=1)
@@ -212,6 +254,7 @@ def agent_path(run: str, positions: Any, record: Mapping[str, Any], stop: bool) 
         subgoals_reached=int(record.get("subgoals_reached") or 0),
         ended_branch=None if ended is None else int(ended),
         failure_category=record.get("failure_category"),
+        reasoning=reasoning_lines(notes),
     )
 
 
@@ -232,7 +275,7 @@ def figure_caption(figure: EpisodeFigure) -> list[str]:
 def caption(figure: EpisodeFigure, path: AgentPath) -> list[str]:
     """The lines printed under a map: run and episode, instruction, condition truths, outcome."""
     head, *rest = figure_caption(figure)
-    return [f"{path.run} · {head}", *rest, outcome_text(figure, path)]
+    return [f"{path.run} · {head}", *rest, outcome_text(figure, path), *path.reasoning]
 
 
 def outcome_text(figure: EpisodeFigure, path: AgentPath) -> str:
@@ -325,7 +368,7 @@ def draw_episode(
         text_ax.axis("off")
         text_ax.legend(handles=LEGEND, loc="upper center", ncol=5, fontsize=8, frameon=False)
         text_ax.text(0.0, 0.62, "\n".join(lines_text), va="top", ha="left", fontsize=9,
-                     transform=text_ax.transAxes, linespacing=1.35)  # fmt: skip
+                     transform=text_ax.transAxes, linespacing=1.35, parse_math=False)  # fmt: skip
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", bbox_inches="tight")
     finally:
@@ -389,7 +432,7 @@ def viz_episode(
     record = score_prediction(episode, trajectory, geodesic, reference)
     agent, name = str(manifest.get("agent", "")), run_dir.resolve().name
     label = name if agent in ("", name) else f"{name} (agent {agent})"
-    path = agent_path(label, trajectory.positions, record, trajectory.stop)
+    path = agent_path(label, trajectory.positions, record, trajectory.stop, trajectory.notes)
     navigator = geodesic.navigator
     out = draw_episode(navigator.scene, navigator, figure, path, out_path)
     return out, figure, path

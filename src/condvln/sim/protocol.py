@@ -177,7 +177,29 @@ class ObservationProtocol(BaseModel):
 
     def protocol_hash(self) -> str:
         """First 16 hex digits of the SHA-256 of the canonical JSON dump."""
-        return hashlib.sha256(dumps_json(self.model_dump(mode="json"))).hexdigest()[:16]
+        return protocol_stamp(self)[1]
+
+
+def protocol_stamp(
+    protocol: ObservationProtocol, text: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], str]:
+    """The run manifest's ``protocol`` (JSON dump) and ``protocol_hash`` (16 hex digits).
+
+    ``text`` is the stamp of the text rendering an agent reads the observations through
+    (:meth:`condvln.sim.text_obs.TextObsConfig.stamp`, plus its prompt): it is added to the
+    dump as ``"text"``, so the hash, resumes and merges tell renderings apart. Without it the
+    dump is the protocol's own.
+
+    >>> dump, digest = protocol_stamp(ObservationProtocol())
+    >>> "text" in dump, digest == ObservationProtocol().protocol_hash()
+    (False, True)
+    >>> protocol_stamp(ObservationProtocol(), {"renderer": "condvln-text"})[1] != digest
+    True
+    """
+    dump = protocol.model_dump(mode="json")
+    if text is not None:
+        dump["text"] = dict(text)
+    return dump, hashlib.sha256(dumps_json(dump)).hexdigest()[:16]
 
 
 def parse_protocol(data: Mapping[str, Any] | ObservationProtocol | None) -> ObservationProtocol:

@@ -4,7 +4,9 @@ An executor creates one :class:`EpisodeWorker` per process (or Ray actor) and ha
 :class:`~condvln.agents.runner.episodes.EpisodeSpec`; the worker keeps a simulator per scene
 and batch slot, resets the agent per episode and yields one trajectory record per finished
 episode. Agent calls go through :mod:`~condvln.agents.runner.faults`, so a failing agent ends
-only its episode.
+only its episode. An agent with ``episode_notes(episode_id)`` adds what it returns (JSON data:
+token usage, branch decisions, ...) to the episode's record as ``agent_notes``; records of other
+agents are unchanged.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from condvln.agents.base import (
     EpisodeView,
@@ -219,14 +223,25 @@ class EpisodeWorker:
         record = trajectory_record(
             episode.spec.episode_id, episode.sim.trajectory(), self.config.agent
         )
+        notes = self._notes(episode.spec.episode_id)
         if fault is None:
-            return record | {"status": "ok"}
+            return record | {"status": "ok"} | notes
         self.failed = True
-        return record | {"status": fault.status, "reason": fault.reason}
+        return record | {"status": fault.status, "reason": fault.reason} | notes
+
+    def _notes(self, episode_id: int | str) -> dict[str, Any]:
+        """``{"agent_notes": ...}`` from an agent's ``episode_notes`` (JSON data), else ``{}``."""
+        get = getattr(self.agent, "episode_notes", None)
+        try:
+            notes = get(episode_id) if callable(get) else None
+            return {} if notes is None else {"agent_notes": orjson.loads(orjson.dumps(notes))}
+        except Exception:
+            return {}
 
 
 def trajectory_record(episode_id: int | str, traj: Trajectory, agent_name: str) -> dict[str, Any]:
-    """The JSONL record of one episode (the runner adds ``status`` and, on failure, ``reason``)."""
+    """The JSONL record of one episode (the runner adds ``status``, on failure ``reason``, and
+    ``agent_notes`` when the agent has ``episode_notes``)."""
     return {
         "episode_id": episode_id,
         "positions": [list(p) for p in traj.positions],

@@ -17,6 +17,7 @@ from condvln.errors import ConfigError
 from condvln.parallel.executors import Executor
 from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
+from condvln.sim.protocol import protocol_stamp
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,17 @@ class Plan:
 def plan_run(
     agent_name: str, dataset_dir: Path, opts: RunOptions, executor: Executor, shard: Shard | None
 ) -> Plan:
-    """Check the agent and the split, and describe the run (nothing is written yet)."""
+    """Check the agent and the split, and describe the run (nothing is written yet).
+
+    An agent class declaring ``reads_text = True`` is built here (once, and reused by an
+    in-process run) so that its ``text_protocol`` — the stamp of the text rendering it reads the
+    observations through — joins the manifest's ``protocol`` and ``protocol_hash``.
+    """
     factory = agent_factory(agent_name)
     agent, agent_info = describe_agent(agent_name, factory, opts.agent_args)
+    if agent is None and getattr(factory, "reads_text", False):
+        agent = load_agent(agent_name, opts.agent_args)  # its text rendering joins the stamp
+    protocol, protocol_hash = protocol_stamp(opts.protocol, getattr(agent, "text_protocol", None))
     batched = is_batched(agent if agent is not None else factory)
     batch_size = opts.batch_size if batched else 1
     if is_remote(agent_name) and not batched:
@@ -51,14 +60,13 @@ def plan_run(
     specs = episode_specs(dataset_dir, opts.split, agent_info["instruction_source"], opts.limit)
     total = len(specs)
     specs = shard.select(specs) if shard else specs
-    proto = opts.protocol
     manifest = {
         "agent": agent_name,
         **agent_info,
         "batch_size": batch_size,
         "step_timeout": opts.step_timeout,
-        "protocol": proto.model_dump(mode="json"),
-        "protocol_hash": proto.protocol_hash(),
+        "protocol": protocol,
+        "protocol_hash": protocol_hash,
         "dataset": str(dataset_dir),
         "dataset_hash": dataset_hash(dataset_dir, opts.split),
         "split": opts.split,
@@ -74,7 +82,7 @@ def plan_run(
         agent_name,
         opts.agent_args,
         dataset_dir,
-        proto,
+        opts.protocol,
         opts.seed,
         batch_size,
         opts.step_timeout,

@@ -143,7 +143,7 @@
       "vector-effect": "non-scaling-stroke" }, svg);
     const [head, ...rest] = ep.caption;
     document.getElementById("map-title").textContent = `${DATA.runs[row.r]}: episode ${ep.episode_id}`;
-    document.getElementById("map-caption").textContent = [`${DATA.runs[row.r]} · ${head}`, ...rest, row.out].join("\n");
+    document.getElementById("map-caption").textContent = [`${DATA.runs[row.r]} · ${head}`, ...rest, row.out, ...(row.why || [])].join("\n");
   }
 
   function openMap(i) {
