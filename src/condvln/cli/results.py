@@ -140,15 +140,34 @@ def merge_command(
 def viz_command(
     run: Annotated[Path, typer.Argument(help="Run folder written by `condvln run`.")],
     episode: Annotated[int, typer.Option("--episode", "-e", help="Episode id.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output PNG file.")],
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="Image file: .png, .pdf or .svg (by its suffix)."),
+    ],
     dataset: Annotated[
         Path | None, typer.Option(help="Dataset folder (default: the run manifest's).")
     ] = None,
+    dpi: Annotated[int, typer.Option(min=20, max=1200, help="Pixels per inch.")] = 100,
+    size: Annotated[
+        str | None,
+        typer.Option(help="Image size WIDTHxHEIGHT in inches, e.g. 8x6 (default: the map's)."),
+    ] = None,
+    crop: Annotated[
+        str, typer.Option(help="scene (the whole map) or room (the rooms the episode touches).")
+    ] = "scene",
+    labels: Annotated[
+        bool, typer.Option(help="Room and object names on the map (goal labels always show).")
+    ] = True,
 ) -> None:
-    """Draw one episode's map: trajectory, reference path, every branch goal, subgoals."""
-    from condvln.report.viz import outcome_text, viz_episode
+    """Draw one episode's map: trajectory, reference path, every branch goal, subgoals.
 
-    written, figure, path = viz_episode(run, episode, out, dataset_dir=dataset)
+    The format is the suffix's (PNG, PDF, SVG); labels never overlap (crowded object names are
+    left out, labels away from their point get a leader line).
+    """
+    from condvln.report.viz import FigureOptions, outcome_text, parse_size, viz_episode
+
+    options = FigureOptions(dpi, parse_size(size) if size else None, crop, labels)
+    written, figure, path = viz_episode(run, episode, out, dataset_dir=dataset, options=options)
     console.print(f"wrote {written}: {outcome_text(figure, path)}", markup=False)
 
 
