@@ -527,18 +527,32 @@ def viz_episode(
     dataset_dir: str | Path | None = None,
     options: FigureOptions = FigureOptions(),
 ) -> tuple[Path, EpisodeFigure, AgentPath]:
-    """``condvln viz``: the map of one episode of a ``condvln run`` folder, written in the
-    format the suffix of ``out_path`` names (``.png``, ``.pdf``, ``.svg``).
+    """``condvln viz``: the map of one episode of a ``condvln run`` folder (:func:`load_episode`),
+    written in the format the suffix of ``out_path`` names (``.png``, ``.pdf``, ``.svg``).
+
+    Raises:
+        ConfigError: an unknown image suffix (before any work), no such episode in the split,
+            or no trajectory for it.
+        FormatError: unreadable run or dataset files.
+    """
+    image_format(out_path)
+    navigator, figure, path = load_episode(run_dir, episode_id, dataset_dir=dataset_dir)
+    out = draw_episode(navigator.scene, navigator, figure, path, out_path, options)
+    return out, figure, path
+
+
+def load_episode(
+    run_dir: str | Path, episode_id: int, *, dataset_dir: str | Path | None = None
+) -> tuple[Navigator, EpisodeFigure, AgentPath]:
+    """The navigator of the scene, the figure and the agent's path of one episode of a run.
 
     The run's ``manifest.json`` names the dataset and split; the episode is scored with the
     evaluator's own code, so the subgoal states and the branch match ``condvln evaluate``.
 
     Raises:
-        ConfigError: an unknown image suffix, no such episode in the split, or no trajectory
-            for it.
+        ConfigError: no such episode in the split, or no trajectory for it.
         FormatError: unreadable run or dataset files.
     """
-    image_format(out_path)  # before any work
     from condvln.evaluation.evaluate import SceneGeodesic, load_split_episodes, score_prediction
     from condvln.evaluation.predictions import read_predictions
     from condvln.evaluation.reference import fidelity_reference, gt_locations
@@ -569,9 +583,7 @@ def viz_episode(
     agent, name = str(manifest.get("agent", "")), run_dir.resolve().name
     label = name if agent in ("", name) else f"{name} (agent {agent})"
     path = agent_path(label, trajectory.positions, record, trajectory.stop)
-    navigator = geodesic.navigator
-    out = draw_episode(navigator.scene, navigator, figure, path, out_path, options)
-    return out, figure, path
+    return geodesic.navigator, figure, path
 
 
 def layers_json(figure: EpisodeFigure) -> dict[str, Any]:

@@ -114,6 +114,9 @@ def check_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
             )
 
 
+_UNSET = object()
+
+
 def changed(before: Any, after: Any) -> str:
     """What differs between two manifest values, shortly.
 
@@ -124,18 +127,20 @@ def changed(before: Any, after: Any) -> str:
     'fov_deg: 90.0 → 60.0'
     >>> changed("random", "goal_only")
     "'random' → 'goal_only'"
+    >>> changed({}, {"patience": 20})
+    'patience: unset → 20'
     """
     if isinstance(before, dict) and isinstance(after, dict):
         diffs = [
-            f"{k}: {changed(before.get(k), after.get(k))}"
+            f"{k}: {changed(before.get(k, _UNSET), after.get(k, _UNSET))}"
             for k in sorted(set(before) | set(after), key=str)
-            if before.get(k) != after.get(k)
+            if before.get(k, _UNSET) != after.get(k, _UNSET)
         ]
         return "; ".join(diffs[:3]) + ("; …" if len(diffs) > 3 else "")
     digests = [v[7:19] + "…" for v in (before, after) if str(v).startswith("sha256:")]
     if len(digests) == 2:
         return f"sha256 {digests[0]} → {digests[1]}"
-    return f"{reprlib.repr(before)} → {reprlib.repr(after)}"
+    return " → ".join("unset" if v is _UNSET else reprlib.repr(v) for v in (before, after))
 
 
 def set_aside(out_dir: Path) -> Path:
