@@ -100,7 +100,10 @@ def test_cli_refusal_and_restart(cli, dataset: Path, tmp_path: Path, agent_file:
     agent_file.write_text(agent_file.read_text() + "\n# edited\n")
     refused = cli(*args, "--split", "train", "--limit", "3", "-q")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
-    assert refused.stderr.startswith(f"condvln: error: {run}: cannot resume: the agent's source")
+    assert refused.stderr.startswith(
+        f"condvln: error: {run}: cannot resume: 'agent_code' differs: the agent's source code "
+        "changed since the run began ("
+    )
     restarted = cli(*args, "--split", "train", "--limit", "3", "-q", "--restart")
     assert restarted.returncode == 0, restarted.stderr
     assert f"moved the old run aside to {run}.previous-1" in restarted.stdout

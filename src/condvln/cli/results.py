@@ -46,7 +46,7 @@ paths are ``dataset`` and ``predictions``)."""
 
 
 @app.command("evaluate", epilog="Exit code 3 when an episode failed, unless --allow-failures.")
-def evaluate_command(
+def evaluate_command(  # long: one line per command-line option
     ctx: typer.Context,
     dataset: Annotated[
         Path | None,

@@ -576,6 +576,11 @@ def run_name_of(predictions_path: Path, manifest: Mapping[str, Any] | None = Non
     return predictions_path.name.split(".")[0] or predictions_path.name
 
 
+RUN_FILES = ("manifest.json", "trajectories.jsonl", "predictions.json")
+"""A ``condvln run`` folder's manifest, trajectories and predictions (named as
+:mod:`condvln.agents.runner.resume` writes them; evaluation does not import the runner)."""
+
+
 def run_input(path: Path) -> tuple[Path, dict[str, Any] | None]:
     """The predictions file of ``path`` and the manifest of the run it belongs to: a
     ``condvln run`` folder gives its ``trajectories.jsonl``; a file inside a run folder (next to
@@ -585,20 +590,19 @@ def run_input(path: Path) -> tuple[Path, dict[str, Any] | None]:
         ConfigError: A folder that is not a run folder.
         FormatError: An unreadable manifest.
     """
-    from condvln.agents.runner.resume import MANIFEST, TRAJECTORIES
-
     folder = path if path.is_dir() else path.parent
+    manifest_file, trajectories, _ = (folder / name for name in RUN_FILES)
     if path.is_dir():
-        path = path / TRAJECTORIES
+        path = trajectories
         if not path.is_file():
-            raise ConfigError(f"{folder}: not a run folder (no {TRAJECTORIES})")
-    elif path.name not in (TRAJECTORIES, "predictions.json"):
+            raise ConfigError(f"{folder}: not a run folder (no {trajectories.name})")
+    elif path.name not in RUN_FILES[1:]:
         return path, None
-    if not (folder / MANIFEST).is_file():
+    if not manifest_file.is_file():
         return path, None
-    manifest = read_json(folder / MANIFEST, FormatError)
+    manifest = read_json(manifest_file, FormatError)
     if not isinstance(manifest, dict):
-        raise FormatError("must be a JSON object (the run's manifest)", file=str(folder / MANIFEST))
+        raise FormatError("must be a JSON object (the run's manifest)", file=str(manifest_file))
     return path, manifest
 
 

@@ -108,7 +108,7 @@ def check_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
         before = old.get(key, {} if key == "agent_args" else None)  # older runs: {}
         if before != manifest.get(key):
             raise ConfigError(
-                f"{out_dir}: cannot resume: {what} changed since the run began "
+                f"{out_dir}: cannot resume: '{key}' differs: {what} changed since the run began "
                 f"({changed(before, manifest.get(key))}); rerun with --restart to start over "
                 "(the old run is kept aside) or pick another --out"
             )
