@@ -56,7 +56,7 @@ def test_tables_are_whole_off_a_terminal_and_fit_one(cli, dataset: Path, tmp_pat
     piped = cli(*evaluate, columns=40)  # a narrow terminal, but stdout is a pipe
     assert piped.returncode == 0, piped.stderr
     assert "…" not in piped.stdout and max(map(len, piped.stdout.splitlines())) > 80
-    assert "random on train: 4 episodes" in piped.stdout  # split and name from the run folder
+    assert "random on train: 80 episodes, 4 scored" in piped.stdout  # split, name from the run
     shown = cli(*evaluate, columns=80, terminal=True).stdout
     assert "Table 2: main results (%)" in shown
     assert max(map(len, shown.splitlines())) <= 80

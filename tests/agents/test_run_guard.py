@@ -115,7 +115,7 @@ def test_failed_episodes_exit_3_with_their_counts(cli, dataset: Path, tmp_path: 
     args = ("run", "--agent", f"{AGENTS}:Crashy", "--dataset", str(dataset), "--out", str(run))
     failed = cli(*args, "--split", "train", "--limit", "6", "-q")
     assert failed.returncode == 3, failed.stderr
-    records = [orjson.loads(line) for line in (run / "trajectories.jsonl").read_bytes().split()]
+    records = [orjson.loads(line) for line in (run / "trajectories.jsonl").read_bytes().splitlines()]
     errors = sum(r["status"] == "agent_error" for r in records)
     assert errors == sum(r["episode_id"] % 2 == 0 for r in records) > 0
     assert f"condvln: {errors} of 6 episodes failed ({errors} agent_error); exit code 3" in (

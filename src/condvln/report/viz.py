@@ -465,7 +465,8 @@ def episode_plot(
         text_ax.legend(handles=LEGEND, loc="upper center", ncol=5, fontsize=8, frameon=False)
         text_ax.text(0.0, 0.62, "\n".join(lines_text), va="top", ha="left", fontsize=9,
                      transform=text_ax.transAxes, linespacing=1.35, wrap=True)  # fmt: skip
-        fig.canvas.draw()  # run the layout once, then keep it: label boxes are final boxes
+        fig.canvas.draw()  # run the layout (twice: aspect-locked axes move), then keep it
+        fig.canvas.draw()
         fig.set_layout_engine("none")
         renderer = fig.canvas.get_renderer()
         labels = map_labels(scene, figure, path, options.labels)
