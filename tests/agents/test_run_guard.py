@@ -121,7 +121,8 @@ def test_failed_episodes_exit_3_with_their_counts(cli, dataset: Path, tmp_path: 
     assert f"condvln: {errors} of 6 episodes failed ({errors} agent_error); exit code 3" in (
         failed.stderr
     )
-    assert "first failure: episode " in failed.stdout and "boom" in failed.stdout
+    assert f"agent failures: {errors} agent_error; first: episode " in failed.stdout
+    assert "boom" in failed.stdout
     allowed = cli(*args, "--split", "train", "--limit", "6", "-q", "--allow-failures")
     assert allowed.returncode == 0 and "exit code 0 (--allow-failures)" in allowed.stderr
     evaluated = cli("evaluate", str(dataset), str(run), "--out", str(tmp_path / "eval"))

@@ -192,8 +192,9 @@ def run_command(  # long: one line per command-line option of the most configura
         markup=False,
     )
     if summary.failures:
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.failures.items()))
         console.print(
-            f"first failure: {summary.first_failure} "
+            f"agent failures: {counts}; first: {summary.first_failure} "
             "(all reasons in trajectories.jsonl; run again to retry them)",
             markup=False,
         )
