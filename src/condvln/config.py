@@ -98,7 +98,7 @@ class AgentExecution(Execution):
     allow_failures: bool = False
 
 
-class RunSettings(RunOptions, AgentExecution):
+class RunSettings(AgentExecution, RunOptions):
     """Settings of ``condvln run``: the runner's :class:`RunOptions` and the command's options.
 
     Attributes:
@@ -112,7 +112,7 @@ class RunSettings(RunOptions, AgentExecution):
     shard: str | None = None
 
 
-class GenerateSettings(GenerateConfig, Execution):
+class GenerateSettings(Execution, GenerateConfig):
     """Settings of ``condvln generate``: the dataset's :class:`GenerateConfig` and the
     command's options (never part of the dataset's configuration or hash).
 

@@ -3,12 +3,16 @@ exit code 3, and ``check-agent`` accepts every agent ``run`` accepts."""
 
 from __future__ import annotations
 
+import select
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
+import condvln
 from condvln.agents.check import check_agent
 from condvln.agents.run import run_agent
 from condvln.errors import ConfigError
@@ -148,3 +152,35 @@ def test_check_agent_accepts_every_agent_run_accepts(
     assert checks["interface"].level == "ok"
     if cls == "BatchOnly":
         assert "act_batch" in checks["interface"].detail and checks["batched"].level == "ok"
+
+
+def _serve(spec: str, port: int = 0) -> tuple[subprocess.Popen, int]:
+    """An agent server subprocess on 127.0.0.1 and its port, once it listens."""
+    server = Path(condvln.__file__).parent / "agent_server.py"
+    proc = subprocess.Popen([sys.executable, str(server), spec, "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    ready, _, _ = select.select([proc.stdout], [], [], 60)
+    assert ready, "agent server did not start"
+    line = proc.stdout.readline()  # type: ignore[union-attr]
+    assert "listening on http://127.0.0.1:" in line, line
+    return proc, int(line.rsplit(":", 1)[1])
+
+
+def test_a_resume_against_another_served_agent_stops(dataset: Path, tmp_path: Path) -> None:
+    """The issue's case: the server restarted with another class on the same URL."""
+    first, port = _serve(f"{AGENTS}:Walker")
+    url, run = f"http://127.0.0.1:{port}", tmp_path / "remote"
+    try:
+        run_agent(url, dataset, "train", run, limit=2)
+    finally:
+        first.kill()
+        first.wait(10)
+    assert _manifest(run)["agent_server"]["name"] == "Walker"
+    second, _ = _serve(f"{AGENTS}:Stroller", port)
+    try:
+        with pytest.raises(ConfigError, match=r"'agent_server' differs: the agent server's /info "
+                           r"changed since the run began \(name: 'Walker' → 'Stroller'\)"):  # fmt: skip
+            run_agent(url, dataset, "train", run, limit=4)
+    finally:
+        second.kill()
+        second.wait(10)
