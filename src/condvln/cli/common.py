@@ -118,9 +118,19 @@ OverridesArgument = Annotated[
 
 
 def executor_of(
-    kind: str | None, workers: int | None, address: str | None, resources: str | None = None
+    kind: str | None,
+    workers: int | None,
+    address: str | None,
+    resources: str | Mapping[str, Any] | None = None,
 ) -> Any:
-    """The :class:`~condvln.parallel.Executor` of the command-line options."""
+    """The :class:`~condvln.parallel.Executor` of the command-line options (``resources``: the
+    ``--agent-resources`` JSON, or the mapping of a settings file).
+
+    >>> executor_of("ray", 2, None, {"num_gpus": 1}).agent_resources
+    {'num_gpus': 1}
+    >>> executor_of(None, 3, None, None).kind
+    'local'
+    """
     from condvln.parallel.executors import Executor, parse_resources
     from condvln.synth.pipeline import default_workers
 
@@ -128,7 +138,7 @@ def executor_of(
         kind or "local",  # type: ignore[arg-type]
         workers or default_workers(),
         address,
-        parse_resources(resources),
+        dict(resources) if isinstance(resources, Mapping) else parse_resources(resources),
     )
 
 
