@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import orjson
 import pytest
+from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 from PIL import Image
 
@@ -129,9 +130,11 @@ def _boxes(fig, ax) -> list:
     for text in ax.texts:
         if not text.get_visible() or not text.get_text():
             continue
-        box = text.get_window_extent(renderer)
+        text.get_window_extent(renderer)  # places an annotation's text
+        box = Text.get_window_extent(text, renderer)  # the label, not its leader line
         patch = text.get_bbox_patch()
-        if patch is not None:
+        if patch is not None:  # the frame as last drawn here (savefig drew it at the PDF's dpi)
+            text.update_bbox_position_size(renderer)
             box = Bbox.union([box, patch.get_window_extent(renderer)])
         boxes.append((text.get_text(), box))
     return boxes
