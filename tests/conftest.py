@@ -16,8 +16,12 @@ from condvln.scene.model import Door, Room, Scene, SceneObject
 DATA = Path(__file__).resolve().parent / "data"
 
 
-def _run_cli(*args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": str(columns)}  # rich wraps at the terminal width
+def _run_cli(
+    *args: str, columns: int = 200, terminal: bool = False
+) -> subprocess.CompletedProcess[str]:
+    if terminal:
+        return _on_terminal(list(args), columns)
+    env = {**os.environ, "COLUMNS": str(columns)}  # --help wraps at this width
     return subprocess.run(
         [sys.executable, "-m", "condvln", *args],
         capture_output=True,
@@ -27,10 +31,45 @@ def _run_cli(*args: str, columns: int = 200) -> subprocess.CompletedProcess[str]
     )
 
 
+def _on_terminal(args: list[str], columns: int) -> subprocess.CompletedProcess[str]:
+    """``condvln ARGS`` with stdout on a pseudo-terminal ``columns`` wide (stderr piped); its
+    output with the terminal's escape codes and carriage returns removed."""
+    import fcntl
+    import pty
+    import re
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "condvln", *args],
+        stdout=slave,
+        stderr=subprocess.PIPE,
+        env=env | {"TERM": "xterm"},
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    stderr = proc.stderr.read().decode() if proc.stderr else ""
+    proc.wait(300)
+    os.close(master)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode())
+    return subprocess.CompletedProcess(args, proc.returncode, text.replace("\r\n", "\n"), stderr)
+
+
 @pytest.fixture(scope="session")
 def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run ``python -m condvln ARGS`` (a 200-column terminal unless ``columns=``) and capture
-    its output."""
+    """Run ``python -m condvln ARGS`` and capture its output: stdout a pipe (``COLUMNS``:
+    ``columns``), or with ``terminal=True`` a pseudo-terminal ``columns`` wide."""
     return _run_cli
 
 

@@ -148,7 +148,7 @@ def test_benchmark_command_small(cli, tmp_path: Path) -> None:
     mine = Path(__file__).parent / "agents" / "data" / "served_agent.py"
     args = ("benchmark", "--out", str(out), "--scenes", "6", "--per-scene", "20", "-q")
     agent = ("--agent", f"{mine}:DetectionAgent", "--agent-arg", "max_steps=30")
-    result = cli(*args, "--ithor-rooms", "12", *agent, columns=80)
+    result = cli(*args, "--ithor-rooms", "12", *agent, columns=80, terminal=True)
     assert result.returncode == 0, result.stderr
     assert "Table 2: main results per source (%)" in result.stdout
     assert "neurosymbolic+noise" in result.stdout and "Episodes per source dataset" in result.stdout
@@ -172,7 +172,7 @@ def test_benchmark_command_small(cli, tmp_path: Path) -> None:
     ],
 )
 def test_terminal_output_fits_80_columns(cli, args: tuple[str, ...]) -> None:
-    result = cli(*args, columns=80)
+    result = cli(*args, columns=80, terminal=True)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) > 3 and max(map(len, lines)) <= 80

@@ -313,3 +313,67 @@ def test_success_radius_key_drives_goals_and_sampling(tmp_path: Path) -> None:
             assert all(math.dist(a, b) > 3.0 for b in points[i + 1 :]), episode["episode_id"]
             start = episode["start_position"]
             assert math.hypot(a[0] - start[0], a[2] - start[2]) > 3.0
+
+
+# --- Hydra's override prefixes and whole commands in a file (issue 30) ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["+agent_args.patience=40"], ({"patience": 40}, 0, 90.0)),
+        (["agent_args={a: 1}", "+agent_args.b=[1,2]"], ({"a": 1, "b": [1, 2]}, 0, 90.0)),
+        (["++seed=3", "++agent_args.x=null"], ({"x": None}, 3, 90.0)),
+        (["protocol.fov_deg=60", "~protocol.fov_deg", "seed=4", "~seed=4"], ({}, 0, 90.0)),
+        (["+agent_args.t=0.5", "~agent_args.t=0.5"], ({}, 0, 90.0)),
+        (["~protocol"], ({}, 0, 90.0)),
+    ],
+)
+def test_add_and_delete_overrides(overrides: list[str], expected: tuple) -> None:
+    from condvln.config import RunSettings as Whole
+
+    settings = resolve(Whole, overrides=overrides)
+    assert (settings.agent_args, settings.seed, settings.protocol.fov_deg) == expected
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["+seed=3"],
+            "config: +seed=3: 'seed' is already set; override it with seed=3 (or ++seed=3)",
+        ),
+        (["~agent_args.t"], "config: ~agent_args.t: there is no key 'agent_args.t' to delete"),
+        (
+            ["+agent_args.t=1", "~agent_args.t=2"],
+            "config: ~agent_args.t=2: 'agent_args.t' is 1, not 2",
+        ),
+        (["~"], "config: override '~' is not key=value, +key=value, ++key=value or ~key"),
+        (["+seed"], "config: override '+seed' is not key=value, +key=value, ++key=value or ~key"),
+        (["+sed=1"], "config: unknown key 'sed'; did you mean 'seed'?"),
+    ],
+)
+def test_add_and_delete_errors_are_one_line(overrides: list[str], message: str) -> None:
+    from condvln.config import RunSettings as Whole
+
+    with pytest.raises(ConfigError) as error:
+        resolve(Whole, overrides=overrides)
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+def test_command_keys_stay_out_of_the_library_models(tmp_path: Path) -> None:
+    """``out``, ``workers``, … of a command never reach the dataset's configuration (hash)."""
+    from condvln.agents.runner import options
+    from condvln.config import GenerateSettings, RunSettings, library_part
+
+    config = tmp_path / "generate.yaml"
+    config.write_text("scenes: 12\nout: data/x\nworkers: 2\nexecutor: local\noverwrite: true\n")
+    settings = resolve(GenerateSettings, config_file=config)
+    assert (settings.out, settings.workers, settings.overwrite) == ("data/x", 2, True)
+    dataset = library_part(settings, GenerateConfig)
+    assert dataset.config_hash() == GenerateConfig(scenes=12).config_hash()
+    run = resolve(
+        RunSettings, overrides=["agent=random", "limit=3", "agent_resources={num_gpus: 1}"]
+    )
+    assert library_part(run, options.RunOptions).limit == 3
+    assert (run.agent, run.agent_resources) == ("random", {"num_gpus": 1})

@@ -310,6 +310,7 @@ def _run_and_score(
         executor=ctx.executor,
         progress=_episode_progress(ctx.progress, f"run {label}"),
     )
+    scored = ctx.progress(f"score {label}", 1) if ctx.progress is not None else None
     result = evaluate_run(
         dataset,
         run_dir / "trajectories.jsonl",
@@ -319,6 +320,8 @@ def _run_and_score(
         run_name=spec.name,
         executor=ctx.executor,
     )
+    if scored is not None:
+        scored()
     metrics = result["metrics"]
     summary_row = {
         "agent": spec.agent,

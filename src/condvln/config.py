@@ -7,12 +7,25 @@ Each configurable command has one settings model whose fields are the library's 
 :class:`~condvln.agents.runner.options.RunOptions` whole — so a field added to one of them is a
 configuration key at once: in files, in overrides, in ``condvln config`` and in the errors.
 
+A command's settings model also holds its other options (:class:`Execution`: the agent, the
+dataset and output folders, the executor and workers, …), so a ``--config`` file can hold the
+whole command; the command strips them before it builds the library's model.
+
 Layers, later ones winning: the model defaults, a ``base`` (e.g. the benchmark's small dataset),
 the ``--config`` file (YAML or JSON), the command's explicit options, then the dotted overrides
 (OmegaConf's dotlist syntax: ``relations.near_holds=0.4``, ``inputs=[a.json,b.json]``,
-``scenes=null``; interpolations like ``${seed}`` resolve). OmegaConf reads and merges; pydantic
-validates. Unknown keys and bad values raise one-line :class:`~condvln.errors.ConfigError` s
-naming the key and what it accepts.
+``scenes=null``; interpolations like ``${seed}`` resolve) with Hydra's prefixes:
+``+key=value`` adds a key that is not there yet (an agent argument), ``++key=value`` adds or
+overrides, ``~key`` (or ``~key=value``, when it has that value) deletes one — back to the
+default for a settings key. OmegaConf reads and merges; pydantic validates. Unknown keys and bad
+values raise one-line :class:`~condvln.errors.ConfigError` s naming the key and what it accepts.
+
+>>> resolve(RunSettings, overrides=["+agent_args.patience=40", "~seed"]).agent_args
+{'patience': 40}
+>>> resolve(RunSettings, overrides=["+seed=3"])
+Traceback (most recent call last):
+...
+condvln.errors.ConfigError: config: +seed=3: 'seed' is already set; override it with seed=3 (or ++seed=3)
 
 >>> resolve(GenerateConfig, overrides=["relations.near_holds=0.4", "per_scene=40"]).per_scene
 40
@@ -34,7 +47,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import pydantic
 import yaml
@@ -54,22 +67,94 @@ M = TypeVar("M", bound=BaseModel)
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
-class EvaluateSettings(BaseModel):
-    """Tunables of ``condvln evaluate``.
+class Execution(BaseModel):
+    """Where a command's work runs, and what it does when episodes fail: the keys that every
+    parallel command's settings share (paths are relative to the current folder).
 
     Attributes:
-        split: Split to score (``null``: inferred from the predicted ids).
-        name: Run name in the tables (``null``: the predictions file's name).
-        seed: Seed of the bootstrap intervals.
-        metrics: Metric conventions and thresholds (nDTW / CLS ``d_th``, strictness, …).
+        executor: ``local`` (processes) or ``ray``.
+        workers: Worker processes or Ray workers (``null``: all cores).
+        ray_address: Ray cluster to join (``null``: a private local one).
+        out: The output folder.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    executor: Literal["local", "ray"] = "local"
+    workers: int | None = Field(None, ge=1, le=1024)
+    ray_address: str | None = None
+    out: str | None = None
+
+
+class AgentExecution(Execution):
+    """:class:`Execution` of the commands that run agents.
+
+    Attributes:
+        agent_resources: Ray options of each agent actor (``{num_gpus: 1}``).
+        allow_failures: Exit 0 even when episodes failed (otherwise 3).
+    """
+
+    agent_resources: dict[str, Any] = {}
+    allow_failures: bool = False
+
+
+class RunSettings(AgentExecution, RunOptions):
+    """Settings of ``condvln run``: the runner's :class:`RunOptions` and the command's options.
+
+    Attributes:
+        agent: The agent spec (name, ``module:Class``, ``file.py:Class`` or URL).
+        dataset: The dataset folder.
+        shard: ``i/N``: run only that shard of the split.
+    """
+
+    agent: str | None = None
+    dataset: str | None = None
+    shard: str | None = None
+
+
+class GenerateSettings(Execution, GenerateConfig):
+    """Settings of ``condvln generate``: the dataset's :class:`GenerateConfig` and the
+    command's options (never part of the dataset's configuration or hash).
+
+    Attributes:
+        overwrite: Replace an existing dataset folder.
+    """
+
+    overwrite: bool = False
+
+
+class EvaluateSettings(Execution):
+    """Settings of ``condvln evaluate``.
+
+    Attributes:
+        dataset: The dataset folder.
+        predictions: A predictions file or a run folder.
+        split: Split to score (``null``: the run manifest's, else inferred from the ids).
+        name: Run name in the tables (``null``: the run's agent name, else the file's name).
+        seed: Seed of the bootstrap intervals.
+        metrics: Metric conventions and thresholds (nDTW / CLS ``d_th``, strictness, …).
+        shard: ``i/N``: score only that shard of the split.
+        allow_failures: Exit 0 even when the run's episodes failed (otherwise 3).
+        workers: Worker processes (scenes in parallel; ``null``: one).
+    """
+
+    dataset: str | None = None
+    predictions: str | None = None
     split: str | None = None
     name: str | None = None
     seed: int = Field(0, ge=0)
     metrics: MetricOptions = MetricOptions()
+    shard: str | None = None
+    allow_failures: bool = False
+
+
+def library_part(settings: BaseModel, model: type[M]) -> M:
+    """The library's own model (``RunOptions``, ``GenerateConfig``) out of a command's settings.
+
+    >>> library_part(RunSettings(agent="random", limit=2), RunOptions).limit
+    2
+    """
+    return model.model_validate(settings.model_dump(include=set(model.model_fields)))
 
 
 class NoiseSettings(BaseModel):
@@ -82,8 +167,8 @@ class NoiseSettings(BaseModel):
     false_detection_rate: float = Field(0.05, ge=0.0, le=1.0)
 
 
-class BenchmarkSettings(BaseModel):
-    """Tunables of ``condvln benchmark``.
+class BenchmarkSettings(AgentExecution):
+    """Settings of ``condvln benchmark``.
 
     Attributes:
         dataset: The generated dataset (default: 80 houses, 50 instructions each, half unseen;
@@ -94,9 +179,12 @@ class BenchmarkSettings(BaseModel):
         protocol: Observation protocol of every run (the noise run adds ``noise``).
         noise: Perception noise of the ``neurosymbolic+noise`` run.
         metrics: Metric conventions and thresholds.
+        out: The results folder.
+        full: Paper scale (the ``--full`` datasets and the pixel rows).
+        pixels: Add the pixel-perception rows.
+        agents: More agents, one row each (``--agent``).
+        agent_args: Constructor arguments of those agents.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     dataset: GenerateConfig = SMALL
     ithor: GenerateConfig | None = ITHOR_SMALL
@@ -104,11 +192,16 @@ class BenchmarkSettings(BaseModel):
     protocol: ObservationProtocol = ObservationProtocol()
     noise: NoiseSettings = NoiseSettings()
     metrics: MetricOptions = MetricOptions()
+    out: str | None = "results/benchmark"
+    full: bool = False
+    pixels: bool = False
+    agents: list[str] = []
+    agent_args: dict[str, Any] = {}
 
 
 SETTINGS: dict[str, type[BaseModel]] = {
-    "generate": GenerateConfig,
-    "run": RunOptions,
+    "generate": GenerateSettings,
+    "run": RunSettings,
     "evaluate": EvaluateSettings,
     "benchmark": BenchmarkSettings,
 }
@@ -130,7 +223,8 @@ def resolve(
     Args:
         model: The command's settings model (see :data:`SETTINGS`).
         config_file: A YAML (``.yaml`` / ``.yml``) or JSON (``.json``) file of settings.
-        overrides: ``key=value`` strings with dotted keys.
+        overrides: ``key=value`` strings with dotted keys, or Hydra's ``+key=value`` (add),
+            ``++key=value`` (add or override), ``~key`` / ``~key=value`` (delete).
         options: Values of the command's explicitly given options, by dotted key.
         base: Values replacing the model defaults (nested mapping or dotted keys).
 
@@ -141,9 +235,11 @@ def resolve(
     if config_file is not None:
         layers.append(read_config_file(config_file))
     layers.append(_nested(options or {}, "option"))
-    layers.append(_dotlist(overrides))
     try:
-        merged = OmegaConf.to_container(OmegaConf.merge(*layers), resolve=True)
+        config = OmegaConf.merge(*layers)
+        for item in overrides:
+            config = _override(config, item)
+        merged = OmegaConf.to_container(config, resolve=True)
     except OmegaConfBaseException as exc:
         raise ConfigError(f"config: {_one_line(str(exc))}") from None
     assert isinstance(merged, dict)
@@ -222,15 +318,44 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _dotlist(overrides: Sequence[str]) -> Any:
-    for item in overrides:
-        key, sep, _ = item.partition("=")
-        if not sep or not _KEY.match(key):
-            raise ConfigError(f"config: override {item!r} is not key=value (e.g. per_scene=40)")
-    try:
-        return OmegaConf.from_dotlist(list(overrides))
-    except OmegaConfBaseException as exc:
-        raise ConfigError(f"config: {_one_line(str(exc))}") from None
+_ABSENT = object()
+
+
+def _override(config: Any, item: str) -> Any:
+    """``config`` with one override applied, Hydra's way (see the module notes).
+
+    Raises:
+        ConfigError: A malformed override, ``+`` on a key that is there, ``~`` on one that is
+            not (or whose value differs from ``~key=value``'s).
+    """
+    prefix = next((p for p in ("~", "++", "+") if item.startswith(p)), "")
+    key, sep, raw = item[len(prefix) :].partition("=")
+    if not _KEY.match(key) or (not sep and prefix != "~"):
+        raise ConfigError(
+            f"config: override {item!r} is not key=value, +key=value, ++key=value or ~key "
+            "(e.g. per_scene=40)"
+        )
+    value = OmegaConf.from_dotlist([f"{key}={raw}"]) if sep else None
+    current = OmegaConf.select(config, key, default=_ABSENT, throw_on_resolution_failure=False)
+    if prefix == "+" and current is not _ABSENT:
+        raise ConfigError(
+            f"config: {item}: '{key}' is already set; override it with {key}={raw} "
+            f"(or ++{key}={raw})"
+        )
+    if prefix != "~":
+        return OmegaConf.merge(config, value)
+    if current is _ABSENT:
+        raise ConfigError(f"config: {item}: there is no key '{key}' to delete")
+    if value is not None:
+        wanted = OmegaConf.to_container(value, resolve=True)
+        for part in key.split("."):
+            wanted = wanted[part]  # type: ignore[index]
+        have = OmegaConf.to_container(current) if OmegaConf.is_config(current) else current
+        if have != wanted:
+            raise ConfigError(f"config: {item}: '{key}' is {have!r}, not {wanted!r}")
+    parent, _, leaf = key.rpartition(".")
+    del (OmegaConf.select(config, parent) if parent else config)[leaf]
+    return config
 
 
 def _one_line(text: str) -> str:

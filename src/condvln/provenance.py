@@ -1,8 +1,14 @@
-"""Provenance of a result: the command line, package versions and the git commit.
+"""Provenance of a result: the command line, package versions and the git commit, and content
+hashes of what made it (:func:`json_digest`, :func:`source_digests`).
 
 Every run, evaluation and benchmark manifest carries :func:`provenance`, so a number can be
 traced to the exact code and environment that produced it. Dataset files do not: they must stay
-byte-identical whatever the command line (e.g. the worker count).
+byte-identical whatever the command line (e.g. the worker count). A run manifest also carries
+the agent's content hash (its source files, its server's ``/info``, its arguments and the
+protocol), so a resume can tell that the agent changed.
+
+>>> json_digest({"b": [1, 2], "a": None}) == json_digest({"a": None, "b": [1, 2]})
+True
 
 >>> info = provenance()
 >>> sorted(info)
@@ -13,13 +19,17 @@ byte-identical whatever the command line (e.g. the worker count).
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from condvln import __version__
 
@@ -76,3 +86,22 @@ def provenance() -> dict[str, Any]:
     versions = {"condvln": __version__, "python": platform.python_version()}
     versions |= {name: _version(name) for name in LIBRARIES}
     return {"command_line": command_line(), "versions": versions, "git": git_state()}
+
+
+def json_digest(value: Any) -> str:
+    """``sha256:…`` of ``value`` as canonical JSON (sorted keys), e.g. an agent's arguments."""
+    data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def source_digests(files: Mapping[str, Path] | Iterable[tuple[str, Path]]) -> dict[str, str]:
+    """``{name: "sha256:…"}`` of source files by the names they are shown under (a module name
+    or the path as given); a file that cannot be read is ``"unreadable"``."""
+    items = files.items() if isinstance(files, Mapping) else files
+    out = {}
+    for name, path in sorted(items):
+        try:
+            out[name] = "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            out[name] = "unreadable"
+    return out

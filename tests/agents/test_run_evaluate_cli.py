@@ -23,7 +23,15 @@ def test_run_and_evaluate_manifests_carry_provenance(dataset: Path, tmp_path: Pa
     trajectories = str(run / "trajectories.jsonl")
     # ids 1 and 2 exist in every split of the fixture, so the split must be named
     result = cli(
-        "evaluate", str(dataset), trajectories, "--split", "train", "--out", str(out), columns=80
+        "evaluate",
+        str(dataset),
+        trajectories,
+        "--split",
+        "train",
+        "--out",
+        str(out),
+        columns=80,
+        terminal=True,
     )
     assert result.returncode == 0, result.stderr
     assert max(map(len, result.stdout.splitlines())) <= 80 and "…" not in result.stdout
@@ -31,7 +39,7 @@ def test_run_and_evaluate_manifests_carry_provenance(dataset: Path, tmp_path: Pa
         "Table 2: main results (%)" in result.stdout
         and "Table 3: CSR by depth d and chain ℓ" in result.stdout
     )
-    assert "| trajectories |" in (out / "table2.md").read_text()  # full tables in the files
+    assert "| random |" in (out / "table2.md").read_text()  # named after the run's agent
     scored = orjson.loads((out / "manifest.json").read_bytes())["provenance"]
     assert scored["command_line"] == (
         f"condvln evaluate {dataset} {trajectories} --split train --out {out}"

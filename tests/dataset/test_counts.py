@@ -73,7 +73,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory, cli) -> tuple[Path, Any]:
     out = tmp_path_factory.mktemp("counts") / "ds"
     result = cli(
         "generate", "--out", str(out), "--scenes", "3", "--per-scene", "10", "-j", "1", "-q",
-        columns=80,
+        columns=80, terminal=True,
     )  # fmt: skip
     return out, result
 

@@ -1455,7 +1455,7 @@ def agent_cases() -> list[Case]:
                 "agents",
                 episode,
                 needles=(f"agent failures: 1 {status}",),
-                code=0,
+                code=3,  # a failed episode: exit code 3 (issue 30)
                 after=_episode_failed(status, needles),
             )
         )

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from condvln.agents.base import is_batched, is_remote
+from condvln.agents.base import is_batched, is_remote, observation_format
 from condvln.agents.loader import load_agent
 from condvln.agents.run import EpisodeSpec, EpisodeWorker, WorkerConfig, episode_specs
 from condvln.errors import CondVLNError
@@ -79,21 +79,31 @@ def _watch(root: Path) -> Any:
 
 
 class _Watched:
-    """An agent whose calls are watched for dataset file access."""
+    """An agent whose calls are watched for dataset file access; every other attribute
+    (``observation_format``, ``needs_training_data`` / ``fit``, ``max_batch_size``, …) is the
+    agent's own, so the worker treats it exactly as the runner treats the agent."""
 
     def __init__(self, agent: Any, root: Path) -> None:
         self.agent, self.root = agent, root
-        self.instruction_source = getattr(agent, "instruction_source", "original")
-        if hasattr(agent, "max_batch_size"):
-            self.max_batch_size = agent.max_batch_size
+        if callable(getattr(agent, "act", None)):
+            self.act = self._act
         if callable(getattr(agent, "act_batch", None)):
             self.act_batch = self._act_batch
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "agent":  # not set yet (copying, unpickling)
+            raise AttributeError(name)
+        return getattr(self.agent, name)
 
     def reset(self, episode: Any) -> None:
         with _watch(self.root):
             self.agent.reset(episode)
 
-    def act(self, observation: Any) -> Any:
+    def fit(self, dataset_dir: Path) -> None:
+        """Training data is the agent's to read: ``fit`` is not watched."""
+        self.agent.fit(dataset_dir)
+
+    def _act(self, observation: Any) -> Any:
         with _watch(self.root):
             return self.agent.act(observation)
 
@@ -116,22 +126,31 @@ def _accepts(fn: Any, n: int) -> str | None:
 
 
 def _interface(agent: Any) -> Check:
+    """``reset(episode)`` and ``act(observation)`` or ``act_batch(observations, episode_ids)``
+    (either is enough, as for the runner), a valid ``instruction_source`` and
+    ``observation_format``."""
     problems = []
-    for method, n in (("reset", 1), ("act", 1)):
+    methods = [("reset", 1)]
+    methods += [("act", 1)] if hasattr(agent, "act") or not hasattr(agent, "act_batch") else []
+    methods += [("act_batch", 2)] if hasattr(agent, "act_batch") else []
+    for method, n in methods:
         why = _accepts(getattr(agent, method, None), n)
         if why:
-            problems.append(f"{method}(1 argument): {why}")
-    if hasattr(agent, "act_batch"):
-        why = _accepts(agent.act_batch, 2)
-        if why:
-            problems.append(f"act_batch(observations, episode_ids): {why}")
+            arguments = "observations, episode_ids" if n == 2 else "1 argument"
+            problems.append(f"{method}({arguments}): {why}")
     source = getattr(agent, "instruction_source", "original")
     if source not in ("original", "oracle"):
         problems.append(f"instruction_source must be 'original' or 'oracle', got {source!r}")
+    try:
+        form = observation_format(agent)
+    except CondVLNError as exc:
+        problems.append(str(exc))
+        form = "condvln"
     if problems:
         return Check("interface", "FAIL", "; ".join(problems))
-    batched = " and act_batch" if is_batched(agent) else ""
-    return Check("interface", "ok", f"reset, act{batched}; instruction_source {source!r}")
+    acts = "/".join(name for name, _ in methods[1:])
+    detail = f"reset, {acts}; instruction_source {source!r}; observations {form!r}"
+    return Check("interface", "ok", detail)
 
 
 def _run(agent: Any, config: WorkerConfig, specs: list[EpisodeSpec]) -> dict[str, dict[str, Any]]:

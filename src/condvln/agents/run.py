@@ -30,7 +30,7 @@ the resume store (:mod:`~condvln.agents.runner.resume`) and recording
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +58,10 @@ from condvln.agents.runner.resume import (
     PREDICTIONS,
     TRAJECTORIES,
     after_failure,
+    check_manifest,
     open_folder,
     read_trajectories,
+    set_aside,
     write_manifest,
 )
 from condvln.errors import CondVLNError, ConfigError
@@ -109,6 +111,7 @@ class RunSummary:
         first_failure: ``"episode ID: status: reason"`` of the first of them, if any.
         batch_size: Episodes stepped in lockstep per worker (1 for agents without
             ``act_batch``).
+        set_aside: Where ``restart`` moved the old run folder (``None``: nothing moved).
     """
 
     out_dir: Path
@@ -123,6 +126,7 @@ class RunSummary:
     failures: dict[str, int] = field(default_factory=dict)
     first_failure: str | None = None
     batch_size: int = 1
+    set_aside: Path | None = None
 
 
 def run_agent(
@@ -136,6 +140,8 @@ def run_agent(
     workers: int = 1,
     shard: Shard | None = None,
     progress: Progress | None = None,
+    restart: bool = False,
+    video_progress: Progress | None = None,
     **fields: Any,
 ) -> RunSummary:
     """Run ``agent_name`` on ``split`` of the dataset at ``dataset_dir`` into ``out_dir``.
@@ -156,12 +162,16 @@ def run_agent(
             server without ``act_batch``).
         shard: Run only this shard of the (limited) split; ``condvln merge`` joins shards.
         progress: Called as ``progress(done, total)`` after each episode.
+        restart: Start over: an existing run folder is moved aside
+            (``OUT.previous-K``, :attr:`RunSummary.set_aside`) instead of resumed.
+        video_progress: Called as ``progress(done, total)`` after each video.
         **fields: Fields of :class:`RunOptions` replacing those of ``options``
             (``limit=8, protocol={"panoramic": True}``).
 
     Raises:
-        ConfigError: Unknown agent, invalid options, a resume whose settings differ, a dead
-            worker process or (``fail_fast``) a failed episode.
+        ConfigError: Unknown agent, invalid options, a resume whose settings or agent differ
+            (one line naming what changed; ``restart`` starts over instead), a dead worker
+            process or (``fail_fast``) a failed episode.
         FormatError: Unreadable dataset files.
     """
     started = time.perf_counter()
@@ -170,11 +180,12 @@ def run_agent(
     if isinstance(workers, int) and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     plan = plan_run(agent_name, dataset_dir, opts, executor or Executor(workers=workers), shard)
-    tally, ran = _record_run(plan, out_dir, opts.resume, progress)
+    tally, ran, aside = _record_run(plan, out_dir, opts.resume, progress, restart)
     if opts.videos > 0:
         specs = plan.specs[: opts.videos]
-        record_videos(dataset_dir, out_dir, specs, opts.protocol, opts.video_format)
-    return _summary(agent_name, out_dir, plan, tally, ran, time.perf_counter() - started)
+        record_videos(dataset_dir, out_dir, specs, opts.protocol, opts.video_format, video_progress)
+    summary = _summary(agent_name, out_dir, plan, tally, ran, time.perf_counter() - started)
+    return replace(summary, set_aside=aside)
 
 
 def _summary(
@@ -197,15 +208,19 @@ def _summary(
 
 
 def _record_run(
-    plan: Plan, out_dir: Path, resume: bool, progress: Progress | None
-) -> tuple[Tally, int]:
-    """Run the pending episodes into the locked run folder; returns the tally and how many ran.
+    plan: Plan, out_dir: Path, resume: bool, progress: Progress | None, restart: bool = False
+) -> tuple[Tally, int, Path | None]:
+    """Run the pending episodes into the locked run folder; returns the tally, how many ran and
+    where ``restart`` moved the old folder.
 
     On any failure a fresh folder that recorded nothing is removed; otherwise it stays
     resumable and a :class:`~condvln.errors.CondVLNError` says how many episodes it kept.
     """
-    fresh = not out_dir.exists()
     with output_lock(out_dir):
+        aside = set_aside(out_dir) if restart and out_dir.exists() else None
+        fresh = not out_dir.exists()
+        if resume:
+            check_manifest(out_dir, plan.manifest)
         try:
             done = open_folder(out_dir, plan.manifest, resume)
             pending = [s for s in plan.specs if str(s.episode_id) not in done]
@@ -232,7 +247,7 @@ def _record_run(
                     "fix the problem and rerun the same command to resume)",
                 )
             raise
-    return tally, len(pending)
+    return tally, len(pending), aside
 
 
 def _local_agent(plan: Plan) -> Any:

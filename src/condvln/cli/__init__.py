@@ -8,7 +8,8 @@ One module per command group, in pipeline order — :mod:`.scenes` (``scenes …
 command goes into the module of its group (or a new module added to :data:`app` below).
 
 Errors from bad input (:class:`~condvln.errors.CondVLNError`) become one line on stderr and exit
-code 2, never a traceback.
+code 2, never a traceback. Help is click's plain text (no rich markup: ``condvln[ray]`` stays as
+written, and option names are never cut).
 """
 
 from __future__ import annotations
@@ -25,12 +26,21 @@ from condvln.errors import CondVLNError
 
 __all__ = ["app", "console", "main"]
 
+EXIT_CODES = (
+    "Exit codes: 0 done; 1 a check failed (validate, audit --leakage, check-agent) or an "
+    "internal error; 2 bad input or options (one line on stderr); 3 episodes failed "
+    "(agent_error / invalid_action / timeout) in run, evaluate or benchmark, unless "
+    "--allow-failures."
+)
+
 app = typer.Typer(
     name="condvln",
     help="CondVLN: conditional branching in vision-language navigation.",
+    epilog=EXIT_CODES,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 for _group in (dataset, audit, agents, results, benchmark):
     app.add_typer(_group.app)

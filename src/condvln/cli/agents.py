@@ -15,6 +15,7 @@ from condvln.cli.common import (
     SEED_MAX,
     AgentArgOption,
     AgentResourcesOption,
+    AllowFailuresOption,
     ConfigOption,
     ExecutorOption,
     MultiProgress,
@@ -25,22 +26,37 @@ from condvln.cli.common import (
     WorkersOption,
     console,
     executor_of,
+    exit_on_failures,
+    parse_resources,
+    required,
     settings,
 )
 
 app = typer.Typer()
 
 AgentOption = Annotated[
-    str,
+    str | None,
     typer.Option(
-        help="Agent: a name (see `condvln agents`), package.module:Class, "
-        "path/to/file.py:Class or http://HOST:PORT (an agent server)."
+        help="Agent (required; or `agent:` in --config): a name (see `condvln agents`), "
+        "package.module:Class, path/to/file.py:Class or http://HOST:PORT (an agent server)."
     ),
 ]
 RunDatasetOption = Annotated[
-    Path, typer.Option(help="Dataset folder written by `condvln generate`.")
+    Path | None,
+    typer.Option(help="Dataset folder written by `condvln generate` (required; or `dataset:`)."),
 ]
-RunOutOption = Annotated[Path, typer.Option("--out", "-o", help="Run folder (resumed if present).")]
+RunOutOption = Annotated[
+    Path | None,
+    typer.Option("--out", "-o", help="Run folder, resumed if present (required; or `out:`)."),
+]
+RestartOption = Annotated[
+    bool,
+    typer.Option(
+        "--restart",
+        help="Start over: move an existing run folder aside (OUT.previous-K) instead of "
+        "resuming it.",
+    ),
+]
 SplitOption = Annotated[str, typer.Option(help="Split to run.")]
 LimitOption = Annotated[int | None, typer.Option(min=0, help="Run only the first N episodes.")]
 RunSeedOption = Annotated[
@@ -89,16 +105,25 @@ RUN_KEYS = {
     "batch_size": "batch_size",
     "step_timeout": "step_timeout",
     "fail_fast": "fail_fast",
+    "agent": "agent",
+    "dataset": "dataset",
+    "out": "out",
+    "workers": "workers",
+    "shard": "shard",
+    "executor": "executor",
+    "ray_address": "ray_address",
+    "allow_failures": "allow_failures",
 }
-"""``condvln run`` options → keys of :class:`~condvln.agents.runner.options.RunOptions`."""
+"""``condvln run`` options → keys of :class:`~condvln.config.RunSettings` (the runner's
+:class:`~condvln.agents.runner.options.RunOptions` and the command's own options)."""
 
 
-@app.command("run")
+@app.command("run", epilog="Exit code 3 when an episode failed, unless --allow-failures.")
 def run_command(  # long: one line per command-line option of the most configurable command
-    agent: AgentOption,
-    dataset: RunDatasetOption,
     ctx: typer.Context,
-    out: RunOutOption,
+    agent: AgentOption = None,
+    dataset: RunDatasetOption = None,
+    out: RunOutOption = None,
     overrides: OverridesArgument = None,
     config_file: ConfigOption = None,
     split: SplitOption = "val_unseen",
@@ -119,36 +144,50 @@ def run_command(  # long: one line per command-line option of the most configura
     fail_fast: FailFastOption = False,
     workers: WorkersOption = None,
     shard: ShardOption = None,
-    executor: ExecutorOption = "local",
+    executor: ExecutorOption = None,
     ray_address: RayAddressOption = None,
     agent_resources: AgentResourcesOption = None,
+    restart: RestartOption = False,
+    allow_failures: AllowFailuresOption = False,
     quiet: QuietOption = False,
 ) -> None:
     """Run an agent in the built-in simulator; writes trajectories and VLN-CE predictions.
 
     An exception in the agent, an invalid action or a step slower than --step-timeout ends
     that episode (status agent_error / invalid_action / timeout, with a reason); the run goes
-    on and running the command again retries those episodes.
+    on, running the command again retries those episodes, and the command exits 3. A resume
+    whose agent (spec, source files or server /info, arguments) or settings differ stops with
+    one line naming what changed (exit 2); --restart starts over instead.
     """
     from condvln.agents.loader import parse_agent_args
-    from condvln.agents.run import run_agent
+    from condvln.agents.run import RunOptions, run_agent
+    from condvln.config import library_part
     from condvln.parallel.shards import parse_shard
 
-    given = {"agent_args": _verbatim(parse_agent_args(agent_arg))} if agent_arg else {}
+    given: dict[str, Any] = {}
+    if agent_arg:
+        given["agent_args"] = _verbatim(parse_agent_args(agent_arg))
+    if agent_resources:
+        given["agent_resources"] = parse_resources(agent_resources)
     s = settings(ctx, "run", config_file, overrides, RUN_KEYS, given=given)
+    agent_name, dataset_dir, out_dir = required(s, "agent", "dataset", "out")
     with MultiProgress(quiet) as bars:
         summary = run_agent(
-            agent,
-            dataset,
+            agent_name,
+            dataset_dir,
             s.split,
-            out,
-            s,
-            executor=executor_of(executor, workers, ray_address, agent_resources),
-            shard=parse_shard(shard),
-            progress=bars.done_total(f"{agent} on {s.split}"),
+            out_dir,
+            library_part(s, RunOptions),
+            executor=executor_of(s.executor, s.workers, s.ray_address, s.agent_resources),
+            shard=parse_shard(s.shard),
+            progress=bars.done_total(f"run {agent_name} on {s.split}"),
+            restart=restart,
+            video_progress=bars.done_total("videos") if s.videos else None,
         )
+    if summary.set_aside is not None:
+        console.print(f"moved the old run aside to {summary.set_aside}", markup=False)
     console.print(
-        f"wrote {out}: {summary.ran} episodes run, {summary.skipped} resumed, "
+        f"wrote {out_dir}: {summary.ran} episodes run, {summary.skipped} resumed, "
         f"{summary.stopped} stopped, {summary.steps} steps in {summary.seconds:.1f} s",
         markup=False,
     )
@@ -159,6 +198,7 @@ def run_command(  # long: one line per command-line option of the most configura
             "(all reasons in trajectories.jsonl; run again to retry them)",
             markup=False,
         )
+    exit_on_failures(summary.failures, s.allow_failures, summary.episodes)
 
 
 def _verbatim(value: Any) -> Any:

@@ -27,6 +27,7 @@ from condvln.cli.common import (
     WorkersOption,
     console,
     executor_of,
+    required,
     settings,
 )
 
@@ -83,7 +84,9 @@ def graph_command(
 @app.command("generate")
 def generate_command(
     ctx: typer.Context,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder to create.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Dataset folder to create (or `out:`).")
+    ] = None,
     overrides: OverridesArgument = None,
     config_file: ConfigOption = None,
     source: SourceOption = "procedural",
@@ -98,21 +101,24 @@ def generate_command(
     ] = 0.2,
     workers: WorkersOption = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing dataset folder.")] = False,
-    executor: ExecutorOption = "local",
+    executor: ExecutorOption = None,
     ray_address: RayAddressOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Generate a CondVLN dataset in VLN-CE format (defaults: the paper's scale)."""
-    from condvln.dataset.generate import generate_dataset
+    from condvln.config import library_part
+    from condvln.dataset.generate import GenerateConfig, generate_dataset
 
-    keys = ("source", "scenes", "per_scene", "seed", "inputs", "counterfactual_share")
-    config = settings(ctx, "generate", config_file, overrides, {k: k for k in keys})
+    keys = ("source", "scenes", "per_scene", "seed", "inputs", "counterfactual_share", "out")
+    keys += ("workers", "overwrite", "executor", "ray_address")
+    s = settings(ctx, "generate", config_file, overrides, {k: k for k in keys})
+    (out,) = required(s, "out")
     with MultiProgress(quiet) as bars:
         stats = generate_dataset(
-            config,
+            library_part(s, GenerateConfig),
             out,
-            workers=executor_of(executor, workers, ray_address),
-            overwrite=overwrite,
+            workers=executor_of(s.executor, s.workers, s.ray_address),
+            overwrite=s.overwrite,
             progress=bars.add,
         )
     for row in stats.get("duplicate_inputs", []):

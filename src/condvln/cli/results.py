@@ -9,8 +9,8 @@ import typer
 
 from condvln.cli.common import (
     SEED_MAX,
+    AllowFailuresOption,
     ConfigOption,
-    DatasetArgument,
     ExecutorOption,
     MultiProgress,
     OverridesArgument,
@@ -20,26 +20,57 @@ from condvln.cli.common import (
     ShardOption,
     console,
     executor_of,
+    exit_on_failures,
+    positional_overrides,
+    required,
     settings,
 )
 
 app = typer.Typer()
 
 
-@app.command("evaluate")
-def evaluate_command(
-    dataset: DatasetArgument,
-    predictions: Annotated[
-        Path, typer.Argument(help="Trajectory JSONL or VLN-CE leaderboard JSON.")
-    ],
+EVALUATE_KEYS = {
+    "out": "out",
+    "split": "split",
+    "name": "name",
+    "seed": "seed",
+    "ndtw_threshold": "metrics.fidelity_threshold",
+    "shard": "shard",
+    "workers": "workers",
+    "executor": "executor",
+    "ray_address": "ray_address",
+    "allow_failures": "allow_failures",
+}
+"""``condvln evaluate`` options → keys of :class:`~condvln.config.EvaluateSettings` (the two
+paths are ``dataset`` and ``predictions``)."""
+
+
+@app.command("evaluate", epilog="Exit code 3 when an episode failed, unless --allow-failures.")
+def evaluate_command(  # long: one line per command-line option
     ctx: typer.Context,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the results.")],
+    dataset: Annotated[
+        Path | None,
+        typer.Argument(help="Dataset folder written by `condvln generate` (or `dataset:`)."),
+    ] = None,
+    predictions: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A `condvln run` folder, trajectory JSONL or VLN-CE leaderboard JSON "
+            "(or `predictions:`)."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Folder for the results (or `out:`).")
+    ] = None,
     overrides: OverridesArgument = None,
     config_file: ConfigOption = None,
     split: Annotated[
-        str | None, typer.Option(help="Split to score (default: inferred from the ids).")
+        str | None,
+        typer.Option(help="Split to score (default: the run's, else inferred from the ids)."),
     ] = None,
-    name: Annotated[str | None, typer.Option(help="Run name in the tables.")] = None,
+    name: Annotated[
+        str | None, typer.Option(help="Run name in the tables (default: the run's agent).")
+    ] = None,
     seed: Annotated[
         int, typer.Option(min=0, max=SEED_MAX, help="Seed of the bootstrap intervals.")
     ] = 0,
@@ -52,39 +83,39 @@ def evaluate_command(
     ] = 3.0,
     shard: ShardOption = None,
     workers: Annotated[
-        int, typer.Option("--workers", "-j", help="Worker processes (scenes in parallel).")
-    ] = 1,
-    executor: ExecutorOption = "local",
+        int | None, typer.Option("--workers", "-j", help="Worker processes (scenes in parallel).")
+    ] = None,
+    executor: ExecutorOption = None,
     ray_address: RayAddressOption = None,
+    allow_failures: AllowFailuresOption = False,
 ) -> None:
-    """Score predictions: standard VLN metrics, BSA / CSR and branch diagnostics, with tables."""
+    """Score predictions: standard VLN metrics, BSA / CSR and branch diagnostics, with tables.
+
+    PREDICTIONS may be a `condvln run` folder: its split and agent name are then the defaults.
+    Exits 3 when the run's agent failed episodes (agent_error / invalid_action / timeout),
+    unless --allow-failures.
+    """
     from condvln.evaluation.evaluate import evaluate_run, render_summary
     from condvln.parallel.shards import parse_shard
 
-    s = settings(
-        ctx,
-        "evaluate",
-        config_file,
-        overrides,
-        {
-            "split": "split",
-            "name": "name",
-            "seed": "seed",
-            "ndtw_threshold": "metrics.fidelity_threshold",
-        },
-    )
+    paths, overrides = positional_overrides([dataset, predictions], overrides)
+    given = {key: path for key, path in zip(("dataset", "predictions"), paths, strict=False)}
+    s = settings(ctx, "evaluate", config_file, overrides, EVALUATE_KEYS, given=given)
+    dataset_dir, predictions_path, out_dir = required(s, "dataset", "predictions", "out")
     result = evaluate_run(
-        dataset,
-        predictions,
-        out,
+        dataset_dir,
+        predictions_path,
+        out_dir,
         split=s.split,
         seed=s.seed,
         options=s.metrics,
         run_name=s.name,
-        executor=executor_of(executor, workers, ray_address),
-        shard=parse_shard(shard),
+        executor=executor_of(s.executor, s.workers or 1, s.ray_address),
+        shard=parse_shard(s.shard),
     )
     console.print(render_summary(result))
+    counts = result["metrics"]["counts"]
+    exit_on_failures(counts["agent_failures"], s.allow_failures, counts["episodes"])
 
 
 @app.command("merge")
@@ -109,15 +140,34 @@ def merge_command(
 def viz_command(
     run: Annotated[Path, typer.Argument(help="Run folder written by `condvln run`.")],
     episode: Annotated[int, typer.Option("--episode", "-e", help="Episode id.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output PNG file.")],
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="Image file: .png, .pdf or .svg (by its suffix)."),
+    ],
     dataset: Annotated[
         Path | None, typer.Option(help="Dataset folder (default: the run manifest's).")
     ] = None,
+    dpi: Annotated[int, typer.Option(min=20, max=1200, help="Pixels per inch.")] = 100,
+    size: Annotated[
+        str | None,
+        typer.Option(help="Image size WIDTHxHEIGHT in inches, e.g. 8x6 (default: the map's)."),
+    ] = None,
+    crop: Annotated[
+        str, typer.Option(help="scene (the whole map) or room (the rooms the episode touches).")
+    ] = "scene",
+    labels: Annotated[
+        bool, typer.Option(help="Room and object names on the map (goal labels always show).")
+    ] = True,
 ) -> None:
-    """Draw one episode's map: trajectory, reference path, every branch goal, subgoals."""
-    from condvln.report.viz import outcome_text, viz_episode
+    """Draw one episode's map: trajectory, reference path, every branch goal, subgoals.
 
-    written, figure, path = viz_episode(run, episode, out, dataset_dir=dataset)
+    The format is the suffix's (PNG, PDF, SVG); labels never overlap (crowded object names are
+    left out, labels away from their point get a leader line).
+    """
+    from condvln.report.viz import FigureOptions, outcome_text, parse_size, viz_episode
+
+    options = FigureOptions(dpi, parse_size(size) if size else None, crop, labels)
+    written, figure, path = viz_episode(run, episode, out, dataset_dir=dataset, options=options)
     console.print(f"wrote {written}: {outcome_text(figure, path)}", markup=False)
 
 

@@ -97,7 +97,7 @@ from condvln.evaluation.tables import (
     table3,
     terminal_tables,
 )
-from condvln.io import atomic_write_bytes, dumps_json, output_lock, output_path
+from condvln.io import atomic_write_bytes, dumps_json, output_lock, output_path, read_json
 from condvln.nav import ExactField, ExactNavigator, GridConfig, Unreachable
 from condvln.nav._visibility import metric_rows
 from condvln.parallel.executors import Executor, ordered_map
@@ -656,9 +656,52 @@ def _write_outputs(out_dir: Path, result: Record) -> None:
     atomic_write_bytes(out_dir / "manifest.json", dumps_json(result["manifest"], indent=True))
 
 
-def run_name_of(predictions_path: Path) -> str:
-    """Default run name: the predictions file name without its extensions."""
+def run_name_of(predictions_path: Path, manifest: Mapping[str, Any] | None = None) -> str:
+    """Default run name: the run's agent (``file.py:Class`` → ``Class``; an agent server's
+    ``/info`` name), else the predictions file name without its extensions.
+
+    >>> run_name_of(Path("runs/mine/trajectories.jsonl"), {"agent": "my_agent.py:Seek"})
+    'Seek'
+    >>> run_name_of(Path("out/preds.json"))
+    'preds'
+    """
+    spec = (manifest or {}).get("agent")
+    if isinstance(spec, str) and spec:
+        server = (manifest or {}).get("agent_server")
+        if isinstance(server, Mapping) and isinstance(server.get("name"), str):
+            return str(server["name"])
+        return spec.split("//", 1)[-1] if "://" in spec else spec.rpartition(":")[2] or spec
     return predictions_path.name.split(".")[0] or predictions_path.name
+
+
+RUN_FILES = ("manifest.json", "trajectories.jsonl", "predictions.json")
+"""A ``condvln run`` folder's manifest, trajectories and predictions (named as
+:mod:`condvln.agents.runner.resume` writes them; evaluation does not import the runner)."""
+
+
+def run_input(path: Path) -> tuple[Path, dict[str, Any] | None]:
+    """The predictions file of ``path`` and the manifest of the run it belongs to: a
+    ``condvln run`` folder gives its ``trajectories.jsonl``; a file inside a run folder (next to
+    its ``manifest.json``) gives itself; any other file, no manifest.
+
+    Raises:
+        ConfigError: A folder that is not a run folder.
+        FormatError: An unreadable manifest.
+    """
+    folder = path if path.is_dir() else path.parent
+    manifest_file, trajectories, _ = (folder / name for name in RUN_FILES)
+    if path.is_dir():
+        path = trajectories
+        if not path.is_file():
+            raise ConfigError(f"{folder}: not a run folder (no {trajectories.name})")
+    elif path.name not in RUN_FILES[1:]:
+        return path, None
+    if not manifest_file.is_file():
+        return path, None
+    manifest = read_json(manifest_file, FormatError)
+    if not isinstance(manifest, dict):
+        raise FormatError("must be a JSON object (the run's manifest)", file=str(manifest_file))
+    return path, manifest
 
 
 def evaluate_run(
@@ -677,12 +720,14 @@ def evaluate_run(
 
     Args:
         dataset_dir: dataset folder written by ``condvln generate``.
-        predictions_path: VLN-CE leaderboard JSON or CondVLN JSONL.
+        predictions_path: VLN-CE leaderboard JSON or CondVLN JSONL, or a ``condvln run``
+            folder (its ``trajectories.jsonl``; its manifest gives the split and name).
         out_dir: output folder (created; files in it are replaced).
-        split: the split to score (default: :func:`choose_split` from the predicted ids).
+        split: the split to score (default: the run manifest's, else :func:`choose_split` from
+            the predicted ids).
         seed: bootstrap seed of the confidence intervals.
         options: metric conventions.
-        run_name: row name in the tables (default: the predictions file's name).
+        run_name: row name in the tables (default: :func:`run_name_of`).
         executor: where scenes are scored (processes or Ray; one task per scene).
         shard: score only this shard of the split (``condvln merge`` joins shard folders).
 
@@ -700,6 +745,8 @@ def evaluate_run(
         Path(predictions_path),
         output_path(out_dir),
     )
+    predictions_path, run_manifest = run_input(predictions_path)
+    split = split or (run_manifest or {}).get("split")
     if split is not None and split not in SPLITS:
         raise ConfigError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
     predictions = read_predictions(predictions_path)
@@ -711,7 +758,7 @@ def evaluate_run(
     episodes = shard.select(episodes) if shard else episodes
     locations, gt_file = gt_locations(dataset_dir, split)
     records = score_split(dataset_dir, episodes, predictions, split, options, locations, executor)
-    name = run_name or run_name_of(predictions_path)
+    name = run_name or run_name_of(predictions_path, run_manifest)
     counts = _counts(records, predictions, split_ids)
     gt_rel = None if gt_file is None else str(Path(gt_file).relative_to(dataset_dir))
     metrics, tables = metrics_and_tables(name, split, records, counts, options, gt_rel, seed)

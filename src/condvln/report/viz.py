@@ -28,6 +28,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle
 
@@ -38,6 +39,7 @@ from condvln.io import atomic_write_bytes, read_json
 from condvln.nav.geodesic import GridNavigator, Navigator
 from condvln.nav.render import draw_scene, figure_size, finish_axes
 from condvln.program.ast import Condition, Exists, Go, If, Ref, Step, iter_ifs, program_from_dict
+from condvln.report.labels import Label, Placed, marker_box, place_labels
 from condvln.scene.model import Scene
 
 Point = tuple[float, float]
@@ -292,27 +294,87 @@ def outcome_text(figure: EpisodeFigure, path: AgentPath) -> str:
     return f"Gold branch B{gold + 1}; ended nearest {ended} · {result} · {subgoals} · {stopped}"
 
 
+FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
+"""Image formats of ``condvln viz`` by the output file's suffix."""
+
+
+def image_format(path: str | Path) -> str:
+    """The image format its suffix names (``png``, ``pdf`` or ``svg``).
+
+    >>> image_format("ep.PDF")
+    'pdf'
+    >>> image_format("ep.jpg")
+    Traceback (most recent call last):
+    ...
+    condvln.errors.ConfigError: ep.jpg: unknown image format '.jpg' (use .png, .pdf or .svg)
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ConfigError(
+            f"{path}: unknown image format {suffix or '(no suffix)'!r} (use .png, .pdf or .svg)"
+        )
+    return FORMATS[suffix]
+
+
+def parse_size(text: str) -> tuple[float, float]:
+    """``"WxH"`` in inches (``8x6``, ``8.5X11``) as ``(width, height)``.
+
+    >>> parse_size("8x6")
+    (8.0, 6.0)
+    >>> parse_size("8")
+    Traceback (most recent call last):
+    ...
+    condvln.errors.ConfigError: --size '8': expected WIDTHxHEIGHT in inches, e.g. 8x6
+    """
+    parts = text.lower().split("x")
+    try:
+        width, height = (float(v) for v in parts)
+    except ValueError:
+        width = height = 0.0
+    if not (1.0 <= width <= 100.0 and 1.0 <= height <= 100.0):
+        raise ConfigError(f"--size {text!r}: expected WIDTHxHEIGHT in inches, e.g. 8x6")
+    return width, height
+
+
+@dataclass(frozen=True)
+class FigureOptions:
+    """How ``condvln viz`` draws a map.
+
+    Attributes:
+        dpi: Pixels per inch (PNG; also the resolution of PDF / SVG rasters).
+        size: ``(width, height)`` of the whole image in inches (default: from the map).
+        crop: ``scene`` (the whole map) or ``room`` (the rooms the episode touches).
+        labels: Room and object names on the map (branch and subgoal labels always show).
+    """
+
+    dpi: int = 100
+    size: tuple[float, float] | None = None
+    crop: str = "scene"
+    labels: bool = True
+
+    def __post_init__(self) -> None:
+        if not 20 <= self.dpi <= 1200:
+            raise ConfigError(f"--dpi must be between 20 and 1200, got {self.dpi}")
+        if self.crop not in ("scene", "room"):
+            raise ConfigError(f"--crop must be 'scene' or 'room', got {self.crop!r}")
+
+
 def _draw_layers(ax: plt.Axes, figure: EpisodeFigure, path: AgentPath) -> LineCollection | None:
+    """The episode's layers over the scene (their labels are placed later)."""
     if len(figure.reference) > 1:
         ref = np.asarray(figure.reference)
         ax.plot(ref[:, 0], ref[:, 1], "--", color=STYLE["reference"], lw=1.6, zorder=10)
-    for i, branch in enumerate(figure.branches):
+    for branch in figure.branches:
         colour = STYLE["gold"] if branch.gold else STYLE["branch"]
         ax.add_patch(Circle(branch.position, figure.radius, fill=False, ec=colour, lw=1.2,
                             ls="-" if branch.gold else ":", zorder=10))  # fmt: skip
         ax.plot(*branch.position, "*" if branch.gold else "X", color=colour, ms=15 if branch.gold
                 else 10, mec="#222222", mew=0.8, zorder=13)  # fmt: skip
-        ax.annotate(branch.label(i), branch.position, textcoords="offset points", xytext=(7, 7),
-                    fontsize=8, fontweight="bold", color="#222222", zorder=14,
-                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": colour, "alpha": 0.85})  # fmt: skip
     for i, (_, point) in enumerate(figure.subgoals):
         reached = i < path.subgoals_reached
         colour = STYLE["reached"] if reached else STYLE["missed"]
         ax.plot(*point, "s", ms=9, color=colour if reached else "white", mec=colour, mew=2,
                 zorder=13)  # fmt: skip
-        ax.annotate(f"S{i + 1} {'reached' if reached else 'missed'}", point,
-                    textcoords="offset points", xytext=(7, -12), fontsize=8, color=colour,
-                    fontweight="bold", zorder=14)  # fmt: skip
     lines = None
     traj = np.asarray(path.trajectory)
     if len(traj) > 1:
@@ -327,6 +389,75 @@ def _draw_layers(ax: plt.Axes, figure: EpisodeFigure, path: AgentPath) -> LineCo
     ax.annotate("", (figure.start[0] + 0.6 * dx, figure.start[1] + 0.6 * dz), figure.start,
                 arrowprops={"arrowstyle": "-|>", "color": STYLE["start"], "lw": 2}, zorder=12)  # fmt: skip
     return lines
+
+
+LABEL_STYLE = {
+    "branch": {"fontsize": 8, "fontweight": "bold", "color": "#222222", "zorder": 14},
+    "subgoal": {"fontsize": 7.5, "fontweight": "bold", "zorder": 14},
+    "room": {"fontsize": 8.5, "fontweight": "bold", "color": "#333333", "alpha": 0.85, "zorder": 9},
+    "object": {"fontsize": 6.5, "color": "#202020", "zorder": 8},
+}
+"""Text style of each kind of map label."""
+
+
+def map_labels(scene: Scene, figure: EpisodeFigure, path: AgentPath, names: bool) -> list[Label]:
+    """The map's labels in priority order: branch goals, subgoals, then (``names``) rooms and
+    the objects that stand on the floor."""
+    from condvln.nav.area import room_floor
+
+    labels = []
+    for i, branch in enumerate(figure.branches):
+        edge = STYLE["gold"] if branch.gold else STYLE["branch"]
+        box = {"boxstyle": "round,pad=0.2", "fc": "white", "alpha": 0.9, "ec": edge}
+        style = LABEL_STYLE["branch"] | {"bbox": box}
+        rings = (6, 14, 26, 40, 60, 90)
+        labels.append(Label(branch.label(i), branch.position, "branch", rings=rings, style=style))
+    for i, (_, point) in enumerate(figure.subgoals):
+        reached = i < path.subgoals_reached
+        colour = STYLE["reached"] if reached else STYLE["missed"]
+        text = f"S{i + 1} {'reached' if reached else 'missed'}"
+        style = LABEL_STYLE["subgoal"] | {"color": colour}
+        labels.append(Label(text, point, "subgoal", rings=(5, 12, 24, 40, 60), style=style))
+    if not names:
+        return labels
+    for room in scene.rooms:
+        floor = room_floor(room)
+        if floor is not None and not floor.is_empty:
+            anchor = floor.representative_point()
+            point = (anchor.x, anchor.y)
+            labels.append(Label(room.room_type, point, "room", True, (8, 20), LABEL_STYLE["room"]))
+    for obj in scene.objects():
+        if obj.parent_id is None:
+            point = (obj.center[0], obj.center[2])
+            labels.append(Label(obj.category, point, "object", True, (3, 9), LABEL_STYLE["object"]))
+    return labels
+
+
+def _protected(ax: plt.Axes, figure: EpisodeFigure, path: AgentPath) -> list[Any]:
+    """Pixel boxes of the markers no label may hide: start, stop, goals and subgoals."""
+    points = [(figure.start, 12.0), *((b.position, 15.0) for b in figure.branches)]
+    points += [(p, 10.0) for _, p in figure.subgoals]
+    if path.trajectory:
+        points.append((path.trajectory[-1], 9.0))
+    return [marker_box(ax, p, size) for p, size in points]
+
+
+def crop_box(scene: Scene, figure: EpisodeFigure, path: AgentPath) -> tuple[float, ...] | None:
+    """``(x0, x1, z0, z1)`` around the rooms the episode touches (start, goals, subgoals,
+    reference, trajectory), 0.5 m wider; ``None`` when no room holds any of them."""
+    from shapely.geometry import MultiPoint, Point
+    from shapely.ops import unary_union
+
+    from condvln.nav.area import room_floor
+
+    points = MultiPoint([figure.start, *figure.reference, *path.trajectory,
+                         *(b.position for b in figure.branches), *(p for _, p in figure.subgoals)])  # fmt: skip
+    floors = [f for f in (room_floor(r) for r in scene.rooms) if f is not None and not f.is_empty]
+    touched = [f for f in floors if f.intersects(points)]
+    if not touched:
+        return None
+    x0, z0, x1, z1 = unary_union([*touched, *(Point(p).buffer(0.05) for p in points.geoms)]).bounds
+    return (x0 - 0.5, x1 + 0.5, z0 - 0.5, z1 + 0.5)
 
 
 LEGEND = (
@@ -344,38 +475,84 @@ LEGEND = (
 )
 
 
+def episode_plot(
+    scene: Scene,
+    navigator: Navigator,
+    figure: EpisodeFigure,
+    path: AgentPath,
+    options: FigureOptions = FigureOptions(),
+) -> tuple[Figure, Placed]:
+    """The episode map as a matplotlib figure (scene, layers, legend, caption) with its labels
+    placed so that none overlaps (:mod:`~condvln.report.labels`); the caller closes it."""
+    width, height = figure_size(scene, navigator)
+    crop = crop_box(scene, figure, path) if options.crop == "room" else None
+    if crop is not None:
+        x0, x1, z0, z1 = crop
+        scale = 11.0 / max(x1 - x0, z1 - z0)
+        width, height = max((x1 - x0) * scale, 4.0) + 1.0, max((z1 - z0) * scale, 4.0) + 0.6
+    lines_text = [w for line in caption(figure, path) for w in textwrap.wrap(line, 125)]
+    text_height = 0.7 + 0.19 * len(lines_text)
+    size = options.size or (width, height + text_height)
+    fig = plt.figure(figsize=size, dpi=options.dpi, layout="constrained")
+    try:
+        ax, text_ax = fig.subplots(2, 1, gridspec_kw={"height_ratios": [height, text_height]})
+        draw_scene(ax, scene, navigator, show_labels=False)
+        lines = _draw_layers(ax, figure, path)
+        finish_axes(ax, f"{path.run}: episode {figure.episode_id}")
+        if crop is not None:
+            ax.set_xlim(crop[0], crop[1])
+            ax.set_ylim(crop[3], crop[2])  # north up
+        if lines is not None:
+            fig.colorbar(lines, ax=ax, fraction=0.03, pad=0.01, label="step (start → stop)")
+        text_ax.axis("off")
+        text_ax.legend(handles=LEGEND, loc="upper center", ncol=5, fontsize=8, frameon=False)
+        text_ax.text(0.0, 0.62, "\n".join(lines_text), va="top", ha="left", fontsize=9,
+                     transform=text_ax.transAxes, linespacing=1.35, wrap=True,
+                     parse_math=False)  # fmt: skip
+        fig.canvas.draw()  # run the layout (twice: aspect-locked axes move), then keep it
+        fig.canvas.draw()
+        fig.set_layout_engine("none")
+        renderer = fig.canvas.get_renderer()
+        labels = map_labels(scene, figure, path, options.labels)
+        placed = place_labels(ax, labels, renderer, _protected(ax, figure, path))
+    except BaseException:
+        plt.close(fig)
+        raise
+    return fig, placed
+
+
 def draw_episode(
     scene: Scene,
     navigator: Navigator,
     figure: EpisodeFigure,
     path: AgentPath,
     out_path: str | Path,
+    options: FigureOptions = FigureOptions(),
 ) -> Path:
-    """Draw the episode map (scene, layers, legend, caption) and write it as a PNG."""
-    width, height = figure_size(scene, navigator)
-    lines_text = [w for line in caption(figure, path) for w in textwrap.wrap(line, 125)]
-    text_height = 0.7 + 0.19 * len(lines_text)
-    fig, (ax, text_ax) = plt.subplots(
-        2, 1, figsize=(width, height + text_height), dpi=100,
-        gridspec_kw={"height_ratios": [height, text_height]},
-    )  # fmt: skip
+    """Draw the episode map and write it in the format its suffix names (PNG, PDF, SVG).
+
+    Raises:
+        ConfigError: an unknown suffix (nothing is drawn or written).
+    """
+    form = image_format(out_path)
+    fig, _ = episode_plot(scene, navigator, figure, path, options)
     try:
-        draw_scene(ax, scene, navigator, show_labels=True)
-        lines = _draw_layers(ax, figure, path)
-        finish_axes(ax, f"{path.run}: episode {figure.episode_id}")
-        if lines is not None:
-            fig.colorbar(lines, ax=ax, fraction=0.03, pad=0.01, label="step (start → stop)")
-        text_ax.axis("off")
-        text_ax.legend(handles=LEGEND, loc="upper center", ncol=5, fontsize=8, frameon=False)
-        text_ax.text(0.0, 0.62, "\n".join(lines_text), va="top", ha="left", fontsize=9,
-                     transform=text_ax.transAxes, linespacing=1.35, parse_math=False)  # fmt: skip
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", bbox_inches="tight")
+        fig.savefig(buffer, format=form, dpi=options.dpi, metadata=_metadata(form))
     finally:
         plt.close(fig)
     out = Path(out_path)
     atomic_write_bytes(out, buffer.getvalue())
     return out
+
+
+def _metadata(form: str) -> dict[str, Any]:
+    """No creation date in PDF / SVG, so the same map is the same bytes."""
+    if form == "pdf":
+        return {"CreationDate": None, "Creator": "condvln"}
+    if form == "svg":
+        return {"Date": None, "Creator": "condvln"}
+    return {"Software": "condvln"}
 
 
 def scene_file(dataset_dir: Path, scene_id: str) -> Path:
@@ -393,8 +570,26 @@ def viz_episode(
     out_path: str | Path,
     *,
     dataset_dir: str | Path | None = None,
+    options: FigureOptions = FigureOptions(),
 ) -> tuple[Path, EpisodeFigure, AgentPath]:
-    """``condvln viz``: the map of one episode of a ``condvln run`` folder.
+    """``condvln viz``: the map of one episode of a ``condvln run`` folder (:func:`load_episode`),
+    written in the format the suffix of ``out_path`` names (``.png``, ``.pdf``, ``.svg``).
+
+    Raises:
+        ConfigError: an unknown image suffix (before any work), no such episode in the split,
+            or no trajectory for it.
+        FormatError: unreadable run or dataset files.
+    """
+    image_format(out_path)
+    navigator, figure, path = load_episode(run_dir, episode_id, dataset_dir=dataset_dir)
+    out = draw_episode(navigator.scene, navigator, figure, path, out_path, options)
+    return out, figure, path
+
+
+def load_episode(
+    run_dir: str | Path, episode_id: int, *, dataset_dir: str | Path | None = None
+) -> tuple[Navigator, EpisodeFigure, AgentPath]:
+    """The navigator of the scene, the figure and the agent's path of one episode of a run.
 
     The run's ``manifest.json`` names the dataset and split; the episode is scored with the
     evaluator's own code, so the subgoal states and the branch match ``condvln evaluate``.
@@ -433,9 +628,7 @@ def viz_episode(
     agent, name = str(manifest.get("agent", "")), run_dir.resolve().name
     label = name if agent in ("", name) else f"{name} (agent {agent})"
     path = agent_path(label, trajectory.positions, record, trajectory.stop, trajectory.notes)
-    navigator = geodesic.navigator
-    out = draw_episode(navigator.scene, navigator, figure, path, out_path)
-    return out, figure, path
+    return geodesic.navigator, figure, path
 
 
 def layers_json(figure: EpisodeFigure) -> dict[str, Any]:

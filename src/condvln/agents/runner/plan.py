@@ -3,6 +3,7 @@ written (the agent's manifest fields, the worker settings, the episodes, the man
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from condvln.agents.runner.options import RunOptions
 from condvln.errors import ConfigError
 from condvln.parallel.executors import Executor
 from condvln.parallel.shards import Shard
-from condvln.provenance import provenance
+from condvln.provenance import json_digest, provenance, source_digests
 from condvln.sim.protocol import protocol_stamp
 
 
@@ -67,6 +68,10 @@ def plan_run(
         "step_timeout": opts.step_timeout,
         "protocol": protocol,
         "protocol_hash": protocol_hash,
+        "agent_hash": json_digest(
+            [agent_info[k] for k in ("agent_code", "agent_server", "agent_args")]
+            + [agent_name, protocol_hash]
+        ),
         "dataset": str(dataset_dir),
         "dataset_hash": dataset_hash(dataset_dir, opts.split),
         "split": opts.split,
@@ -103,10 +108,29 @@ def describe_agent(name: str, factory: Any, args: dict[str, Any]) -> tuple[Any, 
             f"agent instruction_source must be 'original' or 'oracle', got {source!r}"
         )
     module = getattr(factory, "__module__", None)
+    remote = is_remote(name)
     info = {
         "agent_args": dict(args),
-        "agent_class": None if is_remote(name) else f"{module}.{factory.__qualname__}",
+        "agent_class": None if remote else f"{module}.{factory.__qualname__}",
+        "agent_code": None if remote else agent_sources(name, factory),
         "agent_server": getattr(agent, "info", None),
         "instruction_source": source,
     }
     return agent, info
+
+
+def agent_sources(name: str, factory: Any) -> dict[str, str]:
+    """Content hashes of an agent's source: the file of a ``file.py:Class`` spec, the module of
+    a ``module:Class`` spec, and the module that defines the class or factory (by module name,
+    or by the path as given for the spec's file)."""
+    files: dict[str, Path] = {}
+    where = name.rpartition(":")[0]
+    if where.endswith(".py") or "/" in where:
+        files[where] = Path(where)
+    elif where in sys.modules:
+        files[where] = Path(getattr(sys.modules[where], "__file__", None) or where)
+    module = sys.modules.get(getattr(factory, "__module__", None) or "")
+    path = getattr(module, "__file__", None)
+    if path is not None and Path(path).resolve() not in {p.resolve() for p in files.values()}:
+        files[module.__name__] = Path(path)  # type: ignore[union-attr]
+    return source_digests(files)

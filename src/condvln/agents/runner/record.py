@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from condvln.agents.runner.episodes import EpisodeSpec, id_key
-from condvln.agents.runner.options import check_video_format
+from condvln.agents.runner.options import Progress, check_video_format
 from condvln.agents.runner.resume import PREDICTIONS, TRAJECTORIES, read_trajectories
 from condvln.errors import ConfigError
 from condvln.io import atomic_write_bytes, dumps_json
@@ -110,11 +110,13 @@ def record_videos(
     specs: list[EpisodeSpec],
     protocol: ObservationProtocol,
     video_format: str = "mp4",
+    progress: Progress | None = None,
 ) -> list[Path]:
     """Write ``videos/episode_<id>.<format>`` for the ``specs`` episodes of a finished run.
 
     Frames are re-rendered from the recorded poses with the protocol's RGB camera, so videos
-    need no sensor in the protocol and do not change the run.
+    need no sensor in the protocol and do not change the run. ``progress(done, total)`` is
+    called before the first video and after each one.
     """
     from condvln.nav import GridNavigator
     from condvln.sim.render import Renderer
@@ -124,6 +126,8 @@ def record_videos(
     records = {str(r["episode_id"]): r for r in read_trajectories(out_dir / TRAJECTORIES)}
     written = []
     scenes: dict[str, tuple[GridNavigator, Renderer]] = {}
+    if progress is not None:
+        progress(0, len(specs))
     for spec in specs:
         if spec.scene_id not in scenes:
             scene = load_scene(dataset_dir / spec.scene_id)
@@ -140,4 +144,6 @@ def record_videos(
         )
         path = out_dir / "videos" / f"episode_{spec.episode_id}.{video_format}"
         written.append(write_video(frames, path))
+        if progress is not None:
+            progress(len(written), len(specs))
     return written
