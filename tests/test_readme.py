@@ -90,7 +90,9 @@ class Plan:
             ``repo`` (the repository's ``src``, ``tests``, ``benchmarks``, ``pyproject.toml``),
             ``venv`` (this environment as ``.venv``), ``plugin`` (the plugin's two files in
             ``plugin/``), ``procthor`` (the test ProcTHOR houses as ``tests/data/...`` and
-            ``path/to/house.json``), ``yaml`` (the section's YAML files, by their first line).
+            ``path/to/house.json``), ``yaml`` (the section's YAML files, by their first line),
+            ``chat`` (:data:`SERVE_CHAT` as ``serve_chat.py``: a scripted Chat Completions
+            server, ``tests/agents/data/chat_server.py``).
         subs: ``(old, new, why)`` replacements in the block.
         needs: A module that must import (else the block is skipped, saying why).
         check: Assertions on the folder afterwards.
@@ -157,6 +159,41 @@ def _check_remote(tmp: Path, out: str) -> None:
     assert manifest["agent_server"]["name"] == "MyAgent" and manifest["agent_code"] is None
     assert all(r["status"] == "ok" for r in _jsonl(tmp / "runs/remote/trajectories.jsonl"))
 
+
+def _check_llm(tmp: Path, out: str) -> None:
+    for name in ("qwen", "qwen-gguf", "ollama", "hosted"):
+        manifest = _json(tmp / f"runs/{name}/manifest.json")
+        assert manifest["agent"] == "llm" and manifest["protocol"]["text"]
+        assert "api_key" not in manifest["agent_args"] and manifest["episodes"] > 0
+        assert all(r["status"] == "ok" for r in _jsonl(tmp / f"runs/{name}/trajectories.jsonl"))
+    assert _json(tmp / "runs/ollama/manifest.json")["agent_args"]["mode"] == "actions"
+    usage = _json(tmp / "results/qwen/metrics.json")["counts"]["agent_usage"]
+    assert usage["requests"] >= usage["episodes"] > 0 and usage["fallbacks"] == 0
+
+
+SERVE_CHAT = """\
+import json
+import threading
+
+import chat_server as chat
+
+
+def script(body):
+    return json.dumps({"reasoning": "scripted", "conditions": [], "action": "stop",
+                       "subgoal": "stop"})
+
+
+with chat.ChatServer(script) as server:
+    print("listening", server.url.rsplit(":", 1)[1].split("/")[0], flush=True)
+    threading.Event().wait()
+"""
+"""A Chat Completions server on a free port of 127.0.0.1 whose every answer is STOP (no model):
+it stands in for the README's vLLM, llama.cpp, Ollama and hosted endpoints."""
+
+LLM_SERVER = (
+    "(exec python serve_chat.py > server.log) & SERVER=$!; trap 'kill $SERVER' EXIT; "
+    "wait_for_server; PORT=$(cut -d' ' -f2 server.log)"
+)
 
 PLANS: dict[tuple[str, int], Plan] = {
     ("Set up", 0): Plan(
@@ -281,6 +318,30 @@ PLANS: dict[tuple[str, int], Plan] = {
     ),
     ("Configuration files and overrides", 1): Plan(("data", "seek", "yaml"), check=_check_config),
     ("Reports and trajectory maps", 0): Plan(("results",), check=_check_reports),
+    ("Language-model agents (any OpenAI-compatible endpoint)", 0): Plan(
+        ("data", "chat"),
+        (
+            (
+                "vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000",
+                LLM_SERVER,
+                "no model on the test machine: one scripted server (every answer STOP) "
+                "in the background on a free port stands in for every endpoint",
+            ),
+            ("llama-server -m qwen2.5-7b-instruct-q4_k_m.gguf --port 8080", "true", "as above"),
+            ("ollama pull qwen2.5:7b", "true", "as above"),
+            ("127.0.0.1:8000", "127.0.0.1:$PORT", "the scripted server"),
+            ("127.0.0.1:8080", "127.0.0.1:$PORT", "the scripted server"),
+            ("127.0.0.1:11434", "127.0.0.1:$PORT", "the scripted server"),
+            ("https://api.openai.com/v1", "http://127.0.0.1:$PORT/v1", "the scripted server"),
+            (
+                "--agent llm --agent-arg base_url",
+                "--agent llm --agent-arg cache_dir=llm-cache --agent-arg base_url",
+                "the reply cache stays in the test's folder, not in ~/.cache",
+            ),
+        ),
+        needs="openai",
+        check=_check_llm,
+    ),
 }
 
 YAML_SUBS = (("scenes: 100", "scenes: 4", "toy dataset"),)
@@ -410,6 +471,9 @@ def _prepare(tmp: Path, plan: Plan, section: str, made: dict[str, Path], results
         (tmp / "tests/data/procthor/houses").symlink_to(houses)
         (tmp / "path/to").mkdir(parents=True)
         shutil.copy(sorted(houses.glob("*.json"))[0], tmp / "path/to/house.json")
+    if "chat" in plan.folders:
+        shutil.copy(ROOT / "tests/agents/data/chat_server.py", tmp / "chat_server.py")
+        (tmp / "serve_chat.py").write_text(SERVE_CHAT)
     if "yaml" in plan.folders:
         for _, _, text in (b for b in _blocks("yaml") if b[0] == section):
             name = text.splitlines()[0].lstrip("# ").strip()

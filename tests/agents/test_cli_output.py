@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 
 from condvln.cli.common import PlainProgress
+from condvln.dataset.vlnce import load_split
 
 DATA = Path(__file__).parent / "data"
 LINE = re.compile(r"^(?P<phase>.+): (?P<done>\d+)/(?P<total>\d+) \(\d+%\)(, [\d.]+/s)?"
@@ -56,7 +57,8 @@ def test_tables_are_whole_off_a_terminal_and_fit_one(cli, dataset: Path, tmp_pat
     piped = cli(*evaluate, columns=40)  # a narrow terminal, but stdout is a pipe
     assert piped.returncode == 0, piped.stderr
     assert "…" not in piped.stdout and max(map(len, piped.stdout.splitlines())) > 80
-    assert "random on train: 80 episodes, 4 scored" in piped.stdout  # split, name from the run
+    total = len(load_split(dataset, "train")["episodes"])
+    assert f"random on train: {total} episodes, 4 scored" in piped.stdout  # split, name: the run's
     shown = cli(*evaluate, columns=80, terminal=True).stdout
     assert "Table 2: main results (%)" in shown
     assert max(map(len, shown.splitlines())) <= 80

@@ -221,7 +221,7 @@ def test_cli_run_reports_failures_and_fail_fast(dataset: Path, tmp_path: Path, c
     base = ("run", "--agent", AGENT, "--dataset", str(dataset), "--split", "train")
     base += ("--limit", "3", "-j", "1", "-q")
     ok = cli(*base, "--out", str(tmp_path / "a"), "--agent-arg", f"fail_episode={first}")
-    assert ok.returncode == 0, ok.stderr
+    assert ok.returncode == 3, ok.stderr  # episodes failed (tests/agents/test_run_guard.py)
     assert (
         f"agent failures: 1 agent_error; first: episode {first}: agent_error: act: ValueError"
         in ok.stdout

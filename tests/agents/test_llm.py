@@ -224,7 +224,7 @@ def test_another_prompt_is_another_protocol(dataset: Path, tmp_path: Path) -> No
         _run(dataset, tmp_path / "run", server, mode="actions", prompt=str(prompt))
         first = read_json(tmp_path / "run" / "manifest.json")
         prompt.write_text("v2\n### system\nAnswer in JSON!\n### user\n$instruction\n")
-        with pytest.raises(ConfigError, match="cannot resume, 'protocol' differs"):
+        with pytest.raises(ConfigError, match="cannot resume: 'protocol' differs"):
             _run(dataset, tmp_path / "run", server, mode="actions", prompt=str(prompt))
     assert first["protocol"]["text"]["prompt"]["template"] == "mine.txt"
     assert first["agent_args"]["prompt"] == str(prompt)
