@@ -8,7 +8,8 @@
 * :func:`chance_plot` — branch accuracy of each run against its chance level.
 
 Values are percentages of per-episode means (:func:`~condvln.evaluation.tables.percent_mean`),
-so they agree with Tables 2 and 3 and with ``metrics.json``.
+so they agree with Tables 2 and 3 and with ``metrics.json``. Run names and categories are drawn
+as plain text (:data:`~condvln.nav.render.PLAIN_TEXT`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from condvln.evaluation.tables import FAILURE_CATEGORIES, percent_mean
+from condvln.nav.render import PLAIN_TEXT
 
 Records = Sequence[Mapping[str, Any]]
 Runs = Sequence[tuple[str, Records]]
@@ -52,6 +54,7 @@ def _sorted_keys(values: Counter) -> list[Any]:
     return sorted(values, key=lambda v: (v is None, str(v) if not isinstance(v, int) else v))
 
 
+@plt.rc_context(PLAIN_TEXT)
 def coverage_plot(records: Records) -> bytes:
     """Episodes per source × category (annotated heat map), per depth and per chain length."""
     sources = _sorted_keys(Counter(r.get("source_dataset") for r in records))
@@ -86,6 +89,7 @@ def _sweep_value(records: Records, key: str, depth: int, chain: int) -> float:
     return np.nan if value is None else value
 
 
+@plt.rc_context(PLAIN_TEXT)
 def sweep_plot(runs: Runs) -> bytes:
     """SR / BSA / CSR / BA against depth (ℓ = 1) and chain length (d = 1), a line per run."""
     fig, axes = plt.subplots(
@@ -111,6 +115,7 @@ def sweep_plot(runs: Runs) -> bytes:
     return png(fig)
 
 
+@plt.rc_context(PLAIN_TEXT)
 def failure_plot(runs: Runs) -> bytes:
     """Share of each run's episodes that succeed or fail in each failure category."""
     parts = ("success", *FAILURE_CATEGORIES)
@@ -134,6 +139,7 @@ def failure_plot(runs: Runs) -> bytes:
     return png(fig)
 
 
+@plt.rc_context(PLAIN_TEXT)
 def chance_plot(runs: Runs) -> bytes:
     """Branch accuracy (ended nearest the gold leaf goal) of each run against chance."""
     names = [name for name, _ in runs]

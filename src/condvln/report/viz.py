@@ -36,7 +36,7 @@ from condvln.errors import ConfigError, FormatError
 from condvln.frames import heading_vector, quaternion_to_yaw
 from condvln.io import atomic_write_bytes, read_json
 from condvln.nav.geodesic import GridNavigator, Navigator
-from condvln.nav.render import draw_scene, figure_size, finish_axes
+from condvln.nav.render import PLAIN_TEXT, draw_scene, figure_size, finish_axes
 from condvln.program.ast import Condition, Exists, Go, If, Ref, Step, iter_ifs, program_from_dict
 from condvln.scene.model import Scene
 
@@ -301,6 +301,7 @@ LEGEND = (
 )
 
 
+@plt.rc_context(PLAIN_TEXT)
 def draw_episode(
     scene: Scene,
     navigator: Navigator,
@@ -420,6 +421,7 @@ def map_extent(navigator: Navigator) -> tuple[float, float, float, float]:
     return (min(xs), min(zs), max(max(xs) - min(xs), 1.0), max(max(zs) - min(zs), 1.0))
 
 
+@plt.rc_context(PLAIN_TEXT)
 def scene_background(
     navigator: Navigator, *, pixels_per_metre: float = 80.0
 ) -> tuple[bytes, tuple[float, float, float, float]]:
