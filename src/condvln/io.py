@@ -316,6 +316,16 @@ def json_depth_exceeds(value: Any, limit: int) -> bool:
 # --- paths that must stay inside a folder ---------------------------------------------------------
 
 
+def resolve_path(path: Path, error: type[FormatError] = FormatError, **where: Any) -> Path:
+    """``path.resolve()``, symlinks followed; a symbolic link loop is ``error`` (naming
+    ``where``: ``file``, ``record``, ``field``), never Python's ``RuntimeError``."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11: RuntimeError("Symlink loop from …")
+        reason = "a symbolic link loop" if isinstance(exc, RuntimeError) else exc.strerror
+        raise error(f"cannot resolve {str(path)[:200]!r}: {reason}", **where) from None
+
+
 def inside(
     root: str | os.PathLike[str],
     relative: Any,
@@ -334,8 +344,8 @@ def inside(
         raise error(f"must be a relative path string, got {relative!r}"[:200], **where)
     if os.path.isabs(relative) or relative.startswith("~"):
         raise error(f"must be relative to the dataset folder, got {relative!r}", **where)
-    base = Path(root).resolve()
-    target = (base / relative).resolve()
+    base = resolve_path(Path(root), error, **where)
+    target = resolve_path(base / relative, error, **where)
     if not target.is_relative_to(base):
         raise error(f"leaves the dataset folder: {relative!r}", **where)
     return target

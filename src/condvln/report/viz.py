@@ -34,7 +34,7 @@ from matplotlib.patches import Circle
 from condvln.dataset.vlnce import SPLITS
 from condvln.errors import ConfigError, FormatError
 from condvln.frames import heading_vector, quaternion_to_yaw
-from condvln.io import atomic_write_bytes, read_json
+from condvln.io import atomic_write_bytes, read_json, resolve_path
 from condvln.nav.geodesic import GridNavigator, Navigator
 from condvln.nav.render import PLAIN_TEXT, draw_scene, figure_size, finish_axes
 from condvln.program.ast import Condition, Exists, Go, If, Ref, Step, iter_ifs, program_from_dict
@@ -338,8 +338,8 @@ def draw_episode(
 
 def scene_file(dataset_dir: Path, scene_id: str) -> Path:
     """The scene file of an episode, refusing any path that leaves the dataset folder."""
-    root = dataset_dir.resolve()
-    path = (root / scene_id).resolve()
+    root = resolve_path(dataset_dir, field="scene_id", record=scene_id)
+    path = resolve_path(root / scene_id, field="scene_id", record=scene_id)
     if not path.is_relative_to(root):
         raise FormatError("scene path leaves the dataset folder", field="scene_id", record=scene_id)
     return path
