@@ -32,7 +32,7 @@ True
 >>> load("-1")
 Traceback (most recent call last):
 ...
-condvln.errors.ConfigError: procedural: the seed must be a non-negative integer, got '-1'
+condvln.errors.ConfigError: procedural: the seed must be a non-negative integer below 2**63, got '-1'
 """
 
 from __future__ import annotations
