@@ -58,8 +58,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from condvln.agents.runner.options import RunOptions
 from condvln.benchmark import ITHOR_SMALL, SMALL
 from condvln.dataset.generate import GenerateConfig
-from condvln.errors import ConfigError
+from condvln.errors import ConfigError, FormatError
 from condvln.evaluation.metrics import MetricOptions
+from condvln.io import read_bytes
 from condvln.sim.protocol import ObservationProtocol
 
 M = TypeVar("M", bound=BaseModel)
@@ -240,8 +241,8 @@ def resolve(
         for item in overrides:
             config = _override(config, item)
         merged = OmegaConf.to_container(config, resolve=True)
-    except OmegaConfBaseException as exc:
-        raise ConfigError(f"config: {_one_line(str(exc))}") from None
+    except (OmegaConfBaseException, yaml.YAMLError, ValueError) as exc:
+        raise ConfigError(f"config: {_one_line(str(exc))}"[:300]) from None
     assert isinstance(merged, dict)
     schema = pydantic.TypeAdapter(model).json_schema()
     _check_keys(merged, schema, schema, ())
@@ -253,34 +254,153 @@ def resolve(
         raise ConfigError(f"config: {exc}") from None
 
 
+CONFIG_MAX_BYTES = 4 << 20
+"""Largest settings file read (a settings file is a few kB)."""
+
+MAX_CONFIG_VALUES = 100_000
+"""Most values a settings file may hold with its YAML aliases expanded (a billion laughs stops
+here)."""
+
+MAX_DIGITS = 19
+"""Longest whole number a settings value may be written with (every setting fits in 64 bits)."""
+
+
 def read_config_file(path: str | Path) -> dict[str, Any]:
-    """Read a YAML or JSON settings file into a mapping.
+    """Read a YAML or JSON settings file into a mapping, through the input layer.
+
+    The file must be a regular file of at most :data:`CONFIG_MAX_BYTES` (a named pipe or a
+    device is refused, never read). YAML is read as JSON-like data: aliases are expanded up to
+    :data:`MAX_CONFIG_VALUES` values (never recursively), whole numbers have at most
+    :data:`MAX_DIGITS` digits, dates stay text, and binary, set and ordered-map tags are refused.
 
     Raises:
-        ConfigError: Missing file, unknown suffix, a parse error (with its line) or a
+        ConfigError: Missing or odd file, unknown suffix, a parse error (with its line) or a
             top level that is not a mapping.
     """
     path = Path(path)
-    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
+    suffix = path.suffix.lower()
+    if suffix not in (".yaml", ".yml", ".json"):
         raise ConfigError(f"{path}: config files are .yaml, .yml or .json")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: line {exc.lineno}: {exc.msg}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "not valid YAML"
-        raise ConfigError(f"{path}: {where}{problem}") from None
+        text = read_bytes(path, max_bytes=CONFIG_MAX_BYTES).decode("utf-8")
+    except FormatError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.message}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    data = _load_json(text, path) if suffix == ".json" else load_yaml(text, str(path))
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of settings")
     return data
+
+
+def _bounded_int(text: str, where: str, line: int | None = None) -> int:
+    if len(text.lstrip("+-").replace("_", "")) > MAX_DIGITS:
+        at = f"line {line}: " if line is not None else ""
+        raise ConfigError(f"{where}: {at}whole number of {len(text)} digits is too large")
+    return int(text)
+
+
+def _load_json(text: str, path: Path) -> Any:
+    try:
+        return json.loads(text, parse_int=lambda t: _bounded_int(t, str(path)))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply") from None
+
+
+class _SettingsLoader(yaml.SafeLoader):
+    """PyYAML's safe loader for settings: JSON-like values only (see :func:`load_yaml`)."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:  # type: ignore[override]
+        digits = str(node.value).lstrip("+-").replace("_", "")
+        if len(digits.removeprefix("0x").removeprefix("0o").removeprefix("0b")) > MAX_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"whole number of {len(digits)} digits is too large", node.start_mark
+            )
+        return super().construct_yaml_int(node)
+
+    def construct_text(self, node: yaml.ScalarNode) -> str:
+        return str(node.value)
+
+    def refuse(self, node: yaml.Node) -> None:
+        kind = node.tag.rsplit(":", 1)[-1]
+        raise yaml.constructor.ConstructorError(
+            None, None, f"a YAML {kind} is not a setting value", node.start_mark
+        )
+
+
+_SettingsLoader.add_constructor("tag:yaml.org,2002:int", _SettingsLoader.construct_yaml_int)
+_SettingsLoader.add_constructor("tag:yaml.org,2002:timestamp", _SettingsLoader.construct_text)
+for _kind in ("binary", "set", "omap", "pairs"):
+    _SettingsLoader.add_constructor(f"tag:yaml.org,2002:{_kind}", _SettingsLoader.refuse)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _check_expansion(root: yaml.Node, where: str) -> None:
+    """Refuse a YAML node graph that aliases expand past :data:`MAX_CONFIG_VALUES` values, or
+    that refers to itself (sizes are counted once per node: linear in the file)."""
+    sizes: dict[int, int] = {}
+    path: set[int] = set()  # the nodes being counted: the current one and its ancestors
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, counted = stack.pop()
+        key = id(node)
+        if counted:
+            path.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in _children(node))
+            if sizes[key] > MAX_CONFIG_VALUES:
+                raise ConfigError(
+                    f"{where}: YAML aliases expand to more than {MAX_CONFIG_VALUES} values"
+                )
+        elif key in path:
+            raise ConfigError(
+                f"{where}: line {node.start_mark.line + 1}: a YAML alias refers to itself"
+            )
+        elif key not in sizes:
+            path.add(key)
+            stack.append((node, True))
+            stack.extend((c, False) for c in _children(node))
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """JSON-like data of one YAML document (``where`` names it in errors).
+
+    >>> load_yaml("{a: &x [1, 2], b: *x, day: 2024-05-01}", "demo")
+    {'a': [1, 2], 'b': [1, 2], 'day': '2024-05-01'}
+    >>> load_yaml("seed: " + "9" * 40, "demo")
+    Traceback (most recent call last):
+    ...
+    condvln.errors.ConfigError: demo: line 1: whole number of 40 digits is too large
+
+    Raises:
+        ConfigError: a parse error or a refused value, naming the line.
+    """
+    loader = _SettingsLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node, where)
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise ConfigError(f"{where}: {line}{problem}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deeply") from None
+    finally:
+        loader.dispose()
 
 
 def defaults_yaml(model: type[BaseModel], settings: BaseModel | None = None) -> str:
@@ -335,6 +455,8 @@ def _override(config: Any, item: str) -> Any:
             f"config: override {item!r} is not key=value, +key=value, ++key=value or ~key "
             "(e.g. per_scene=40)"
         )
+    if sep:
+        load_yaml(raw, f"config: override {item[:80]!r}")  # refused values, as in files
     value = OmegaConf.from_dotlist([f"{key}={raw}"]) if sep else None
     current = OmegaConf.select(config, key, default=_ABSENT, throw_on_resolution_failure=False)
     if prefix == "+" and current is not _ABSENT:

@@ -117,9 +117,12 @@ def _mib(n: int) -> str:
 
 
 def check_regular_file(
-    path: str | os.PathLike[str], error: type[FormatError] = FormatError
+    path: str | os.PathLike[str],
+    error: type[FormatError] = FormatError,
+    max_bytes: int | None = None,
 ) -> os.stat_result:
-    """``stat`` a path that is about to be read: a regular file within the size cap, or ``error``."""
+    """``stat`` a path that is about to be read: a regular file within the size cap (the
+    smaller of :attr:`Limits.max_file_bytes` and ``max_bytes``), or ``error``."""
     p = Path(path)
     try:
         st = os.stat(p)
@@ -134,18 +137,26 @@ def check_regular_file(
         raise error("is a directory, expected a file", file=str(p))
     if not stat.S_ISREG(st.st_mode):
         raise error("not a regular file (a device, named pipe or socket)", file=str(p))
-    cap = _limits().max_file_bytes
+    cap = _cap(max_bytes)
     if st.st_size > cap:
-        raise error(
-            f"file is {_mib(st.st_size)}, over the {_mib(cap)} limit (CONDVLN_MAX_FILE_MB)",
-            file=str(p),
-        )
+        raise error(f"file is {_mib(st.st_size)}, over the {_limit(cap)}", file=str(p))
     return st
 
 
-def _read_capped(p: Path, error: type[FormatError]) -> bytes:
-    check_regular_file(p, error)
+def _limit(cap: int) -> str:
+    """``"<cap> limit"``, naming the environment variable when it is the general file cap."""
+    general = cap == _limits().max_file_bytes
+    return f"{_mib(cap)} limit" + (" (CONDVLN_MAX_FILE_MB)" if general else "")
+
+
+def _cap(max_bytes: int | None) -> int:
     cap = _limits().max_file_bytes
+    return cap if max_bytes is None else min(cap, max_bytes)
+
+
+def _read_capped(p: Path, error: type[FormatError], max_bytes: int | None = None) -> bytes:
+    check_regular_file(p, error, max_bytes)
+    cap = _cap(max_bytes)
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -158,7 +169,7 @@ def _read_capped(p: Path, error: type[FormatError]) -> bytes:
         except OSError as exc:
             raise error(f"cannot read ({exc.strerror})", file=str(p)) from None
     if len(data) > cap:
-        raise error(f"file is over the {_mib(cap)} limit (CONDVLN_MAX_FILE_MB)", file=str(p))
+        raise error(f"file is over the {_limit(cap)}", file=str(p))
     return data
 
 
@@ -177,14 +188,21 @@ def gunzip_bounded(data: bytes, file: str, error: type[FormatError] = FormatErro
     return out
 
 
-def read_bytes(path: str | os.PathLike[str], error: type[FormatError] = FormatError) -> bytes:
+def read_bytes(
+    path: str | os.PathLike[str],
+    error: type[FormatError] = FormatError,
+    *,
+    max_bytes: int | None = None,
+) -> bytes:
     """Read a whole file through the input layer (``.gz`` files are decompressed).
+
+    ``max_bytes`` lowers the size cap for this file (a settings file is not a gigabyte).
 
     Raises:
         FormatError (or ``error``): missing, not a regular file, over a cap, bad gzip, empty.
     """
     p = Path(path)
-    data = _read_capped(p, error)
+    data = _read_capped(p, error, max_bytes)
     if p.suffix == ".gz":
         data = gunzip_bounded(data, str(p), error)
     if not data.strip():
@@ -298,6 +316,16 @@ def json_depth_exceeds(value: Any, limit: int) -> bool:
 # --- paths that must stay inside a folder ---------------------------------------------------------
 
 
+def resolve_path(path: Path, error: type[FormatError] = FormatError, **where: Any) -> Path:
+    """``path.resolve()``, symlinks followed; a symbolic link loop is ``error`` (naming
+    ``where``: ``file``, ``record``, ``field``), never Python's ``RuntimeError``."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11: RuntimeError("Symlink loop from …")
+        reason = "a symbolic link loop" if isinstance(exc, RuntimeError) else exc.strerror
+        raise error(f"cannot resolve {str(path)[:200]!r}: {reason}", **where) from None
+
+
 def inside(
     root: str | os.PathLike[str],
     relative: Any,
@@ -316,8 +344,8 @@ def inside(
         raise error(f"must be a relative path string, got {relative!r}"[:200], **where)
     if os.path.isabs(relative) or relative.startswith("~"):
         raise error(f"must be relative to the dataset folder, got {relative!r}", **where)
-    base = Path(root).resolve()
-    target = (base / relative).resolve()
+    base = resolve_path(Path(root), error, **where)
+    target = resolve_path(base / relative, error, **where)
     if not target.is_relative_to(base):
         raise error(f"leaves the dataset folder: {relative!r}", **where)
     return target

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,14 @@ PYTHON36 = Path("/root/.pyenv/versions/3.6.15/bin/python")
 class Server:
     """An agent server subprocess; ``url`` once it listens."""
 
-    def __init__(self, spec: str, *args: str, port: int = 0, python: str = sys.executable) -> None:
+    def __init__(
+        self,
+        spec: str,
+        *args: str,
+        port: int = 0,
+        python: str = sys.executable,
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> None:
         env = os.environ | {"PYTHONPATH": SRC}
         self.proc = subprocess.Popen(
             [python, str(SERVER), spec, "--port", str(port), *args],
@@ -45,10 +52,11 @@ class Server:
             stderr=subprocess.DEVNULL,
             text=True,
             env=env,
+            preexec_fn=preexec_fn,
         )
-        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 120)  # a bound, not a wait
         assert ready, "agent server did not start"
-        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]  # the readiness line
         assert "listening on http://127.0.0.1:" in line, line
         self.url = line.split()[-1]
         self.port = int(self.url.rsplit(":", 1)[1])
@@ -307,10 +315,20 @@ def test_arrays_travel_as_base64_with_dtype_and_shape(servers: list) -> None:
     assert agent.act({"rgb": rgb, "depth": depth}) == int(rgb.sum() + 1000 * depth.sum())
 
 
-def test_server_stops_on_sigint(servers: list) -> None:
-    server = Server(f"{AGENT_FILE}:DetectionAgent")
-    server.proc.send_signal(signal.SIGINT)
-    assert server.proc.wait(10) == 0
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a background job of a script inherits it
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_server_stops_on_signal(servers: list, stop: signal.Signals) -> None:
+    """Started as a background job would be (SIGINT ignored), the server still stops on SIGINT
+    and SIGTERM. It installs its handlers before it prints the readiness line, and prints a
+    line when it stops: the test waits on those lines, not on time."""
+    server = Server(f"{AGENT_FILE}:DetectionAgent", preexec_fn=_ignore_sigint)
+    servers.append(server)
+    server.proc.send_signal(stop)
+    assert server.proc.stdout.readline().strip() == "condvln agent server stopped"  # type: ignore[union-attr]
+    assert server.proc.wait(60) == 0
 
 
 def _readme_agent(tmp_path: Path) -> Path:

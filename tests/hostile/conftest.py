@@ -26,8 +26,10 @@ import os
 import pickle
 import shutil
 import signal
+import socketserver
 import struct
 import sys
+import threading
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
@@ -137,6 +139,9 @@ class Base:
     vu: Path  # one val_unseen episode, the other splits empty
     test: Path  # one test episode, the other splits empty
     scene: Path  # a valid CondVLN scene file (the val_unseen episode's)
+    each: Path  # one episode in every split
+    results: Path  # a benchmark-like results folder of ``vu``: dataset/, runs/r/, eval/r/
+    shards: Path  # val_unseen of ``full`` run and scored in two shards: run0, run1, eval0, eval1
 
 
 def read_gz(path: Path) -> Any:
@@ -147,8 +152,8 @@ def write_gz(path: Path, obj: Any) -> None:
     path.write_bytes(gzip.compress(orjson.dumps(obj), mtime=0))
 
 
-def _only(source: Path, dest: Path, keep: str) -> None:
-    """Copy ``source`` keeping one episode of split ``keep`` and emptying the others."""
+def _only(source: Path, dest: Path, keep: tuple[str, ...]) -> None:
+    """Copy ``source`` keeping the first episode of each split in ``keep``, emptying the others."""
     from condvln.dataset.vlnce import SPLITS, split_path
 
     shutil.copytree(source, dest)
@@ -156,10 +161,41 @@ def _only(source: Path, dest: Path, keep: str) -> None:
         doc = read_gz(split_path(dest, split))
         side_name = "_answers" if split == "test" else "_gt"
         side = read_gz(split_path(dest, split, side_name))
-        doc["episodes"] = doc["episodes"][:1] if split == keep else []
+        doc["episodes"] = doc["episodes"][:1] if split in keep else []
         ids = {str(e["episode_id"]) for e in doc["episodes"]}
         write_gz(split_path(dest, split), doc)
         write_gz(split_path(dest, split, side_name), {k: v for k, v in side.items() if k in ids})
+
+
+def _results(dataset: Path, root: Path) -> Path:
+    """``root`` laid out as a benchmark folder: the dataset, one run ``r`` and its evaluation."""
+    shutil.copytree(dataset, root / "dataset")
+    for args in (
+        ["run", "--agent", "random", "--dataset", str(root / "dataset"), "--split", "val_unseen",
+         "--out", str(root / "runs" / "r"), "-j", "1", "-q"],
+        ["evaluate", str(root / "dataset"), str(root / "runs" / "r" / "trajectories.jsonl"),
+         "--out", str(root / "eval" / "r"), "--split", "val_unseen", "--name", "r"],
+    ):  # fmt: skip
+        assert invoke(args).code == 0
+    return root
+
+
+def _shards(dataset: Path, root: Path) -> Path:
+    """val_unseen of ``dataset`` run (``run0``, ``run1``) and scored (``eval0``, ``eval1``) in
+    two shards."""
+    for i in range(2):
+        run = ["run", "--agent", "random", "--dataset", str(dataset), "--split", "val_unseen",
+               "--out", str(root / f"run{i}"), "-j", "1", "-q", "--shard", f"{i}/2"]  # fmt: skip
+        assert invoke(run).code == 0
+    whole = root / "whole"
+    run = ["run", "--agent", "random", "--dataset", str(dataset), "--split", "val_unseen",
+           "--out", str(whole), "-j", "1", "-q"]  # fmt: skip
+    assert invoke(run).code == 0
+    for i in range(2):
+        args = ["evaluate", str(dataset), str(whole / "trajectories.jsonl"), "--out",
+                str(root / f"eval{i}"), "--split", "val_unseen", "--shard", f"{i}/2"]  # fmt: skip
+        assert invoke(args).code == 0
+    return root
 
 
 @pytest.fixture(scope="session")
@@ -170,11 +206,16 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
     root = tmp_path_factory.mktemp("hostile-base")
     full = root / "full"
     generate_dataset(GenerateConfig(scenes=10, per_scene=30, seed=0), full, workers=1)
-    _only(full, root / "vu", "val_unseen")
-    _only(full, root / "test", "test")
+    _only(full, root / "vu", ("val_unseen",))
+    _only(full, root / "test", ("test",))
+    _only(full, root / "each", ("train", "val_seen", "val_unseen", "test"))
     episode = read_gz(split_path(root / "vu", "val_unseen"))["episodes"][0]
     scene = episode["info"]["condvln"].get("scene_file", episode["scene_id"])
-    return Base(full, root / "vu", root / "test", root / "vu" / scene)
+    results = _results(root / "vu", root / "results")
+    shards = _shards(full, root / "shards")
+    return Base(
+        full, root / "vu", root / "test", root / "vu" / scene, root / "each", results, shards
+    )
 
 
 def tree_digest(root: Path) -> str:
@@ -759,23 +800,20 @@ PREDICTION_HOSTILES: dict[str, tuple[str, bytes, tuple[str, ...]]] = {
 """Hostile prediction files for ``evaluate``."""
 
 
+def _evaluate_file(ctx: Ctx, file_name: str, content: bytes) -> list[str]:
+    """``evaluate`` of the one-episode dataset with ``content`` as the predictions file."""
+    ds = ctx.dataset()
+    path = ctx.tmp / file_name
+    path.write_bytes(content)
+    return ["evaluate", str(ds), str(path), "--out", str(ctx.tmp / "eval"), "--split", "val_unseen"]
+
+
 def prediction_cases() -> list[Case]:
     cases = []
     for name, (file_name, content, needles) in PREDICTION_HOSTILES.items():
 
         def prepare(ctx: Ctx, file_name=file_name, content=content) -> list[str]:
-            ds = ctx.dataset()
-            path = ctx.tmp / file_name
-            path.write_bytes(content)
-            return [
-                "evaluate",
-                str(ds),
-                str(path),
-                "--out",
-                str(ctx.tmp / "eval"),
-                "--split",
-                "val_unseen",
-            ]
+            return _evaluate_file(ctx, file_name, content)
 
         env = {"CONDVLN_MAX_DECOMPRESSED_MB": "1"} if name == "gz-bomb" else {}
         cases.append(Case(f"evaluate-pred-{name}", "predictions", prepare, (file_name, *needles),
@@ -1487,6 +1525,707 @@ def agent_cases() -> list[Case]:
     return cases
 
 
+# --- report injection ------------------------------------------------------------------------------
+
+INJECTIONS: dict[str, str] = {
+    "script": "<script>alert(1)</script>",
+    "close-script": "</script><script>alert(2)</script><!--",
+    "img-onerror": "<img src=x onerror=alert(3)>",
+    "placeholders": "{{data}}{{ title }}{% raw %}${alert(4)}`${5}`",
+    "mathtext": "$x$ and $x^$ cost $5",
+    "quotes": '" onmouseover="alert(6)" x=\'y\' &amp; &lt;',
+}
+"""Markup, template placeholders, mathtext and quotes put into data-derived fields."""
+
+
+def _scene_files(dataset: Path) -> list[Path]:
+    return [p for p in sorted((dataset / "scenes").glob("*.json"))
+            if json.loads(p.read_text()).get("format") == "condvln.scene"]  # fmt: skip
+
+
+def _edit_scenes(dataset: Path, edit: Callable[[dict], None]) -> None:
+    for path in _scene_files(dataset):
+        doc = json.loads(path.read_text())
+        for room in doc["scene"]["rooms"]:
+            edit(room)
+        path.write_text(json.dumps(doc))
+
+
+def _instruction(results: Path, text: str) -> None:
+    from condvln.dataset.vlnce import split_path
+
+    path = split_path(results / "dataset", "val_unseen")
+    doc = read_gz(path)
+    for episode in doc["episodes"]:
+        episode["instruction"]["instruction_text"] = f"{text} go"
+    write_gz(path, doc)
+
+
+def _objects(key: str) -> Callable[[Path, str], None]:
+    def edit(results: Path, text: str) -> None:
+        def room(doc: dict) -> None:
+            for obj in doc["objects"]:
+                obj[key] = f"{text} {obj[key]}"
+
+        _edit_scenes(results / "dataset", room)
+
+    return edit
+
+
+def _rooms(key: str) -> Callable[[Path, str], None]:
+    def edit(results: Path, text: str) -> None:
+        _edit_scenes(results / "dataset", lambda room: room.__setitem__(key, f"{text} {room[key]}"))
+
+    return edit
+
+
+def _records(key: str) -> Callable[[Path, str], None]:
+    def edit(results: Path, text: str) -> None:
+        path = results / "eval" / "r" / "episodes.jsonl"
+        records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+        path.write_bytes(b"".join(orjson.dumps(r | {key: text}) + b"\n" for r in records))
+
+    return edit
+
+
+def _split_key(results: Path, text: str) -> None:
+    stats = json.loads((results / "dataset" / "stats.json").read_text())
+    stats["splits"] = {text: 1, **stats["splits"]}
+    (results / "dataset" / "stats.json").write_text(json.dumps(stats))
+
+
+def _run_name(results: Path, text: str) -> None:
+    metrics = json.loads((results / "eval" / "r" / "metrics.json").read_text())
+    (results / "eval" / "r" / "metrics.json").write_text(json.dumps(metrics | {"run": text}))
+
+
+REPORT_FIELDS: dict[str, tuple[Callable[[Path, str], None], bool]] = {
+    # spot: (put the text into a results folder, whether the page shows it as text)
+    "instruction": (_instruction, True),
+    "scene-id": (_records("scene_id"), True),
+    "category": (_records("category"), True),
+    "failure": (_records("failure_category"), True),
+    "split-key": (_split_key, True),
+    "run-name": (_run_name, True),
+    "folder": (lambda results, text: None, True),
+    "object-category": (_objects("category"), False),
+    "object-label": (_objects("label"), False),
+    "room-type": (_rooms("room_type"), False),
+    "room-label": (_rooms("label"), False),
+}
+"""Data-derived fields of a report; the scene fields are drawn into the map image."""
+
+
+def _hostile_results(ctx: Ctx, spot: str, text: str) -> Path:
+    """A copy of the base results folder with ``text`` in ``spot`` (the folder name too)."""
+    name = text.replace("/", "") if spot == "folder" else "results"
+    results = ctx.tmp / name
+    shutil.copytree(ctx.base.results, results)
+    manifest = json.loads((results / "eval" / "r" / "manifest.json").read_text())
+    manifest["dataset"]["path"] = str(results / "dataset")
+    manifest["predictions"]["path"] = str(results / "runs" / "r" / "trajectories.jsonl")
+    (results / "eval" / "r" / "manifest.json").write_text(json.dumps(manifest))
+    REPORT_FIELDS[spot][0](results, text)
+    return results
+
+
+def _page_shows(text: str, spot: str, shown: bool) -> Callable[[Ctx], None]:
+    """The report holds only its own markup, and (``shown``) ``text`` escaped or as page data."""
+
+    def check(ctx: Ctx) -> None:
+        from markupsafe import escape
+
+        page = (ctx.tmp / "r.html").read_text()
+        assert page.count("<script") == 2 and page.count("</script>") == 2
+        assert "<img src=x" not in page and 'onmouseover="alert' not in page
+        data = orjson.loads(page.split('id="report-data">', 1)[1].split("</script>", 1)[0])
+        strings = json.dumps(data, ensure_ascii=False)
+        text_of = text.replace("/", "") if spot == "folder" else text
+        if shown:
+            assert str(escape(text_of)) in page or json.dumps(text_of)[1:-1] in strings, spot
+
+    return check
+
+
+def report_injection_cases() -> list[Case]:
+    """Every payload into every displayed spot of ``report``; two into the drawn ones; the
+    drawn ones through ``viz`` and ``scenes render`` too."""
+    cases = []
+    for spot, (_, shown) in REPORT_FIELDS.items():
+        payloads = INJECTIONS if shown else {k: INJECTIONS[k] for k in ("mathtext", "script")}
+        for name, text in payloads.items():
+
+            def report(ctx: Ctx, spot: str = spot, text: str = text) -> list[str]:
+                return ["report", str(_hostile_results(ctx, spot, text)), "--out",
+                        str(ctx.tmp / "r.html"), "-q"]  # fmt: skip
+
+            cases.append(Case(f"report-inject-{spot}-{name}", "report injection", report,
+                              code=0, after=_page_shows(text, spot, shown)))  # fmt: skip
+    for spot in ("instruction", "object-category", "room-type"):
+        for name in ("mathtext", "script", "quotes"):
+
+            def viz(ctx: Ctx, spot: str = spot, text: str = INJECTIONS[name]) -> list[str]:
+                results = _hostile_results(ctx, spot, text)
+                return ["viz", str(results / "runs" / "r"), "--episode", "1", "--out",
+                        str(ctx.tmp / "v.png"), "--dataset", str(results / "dataset")]  # fmt: skip
+
+            cases.append(Case(f"viz-inject-{spot}-{name}", "report injection", viz, code=0,
+                              after=lambda ctx: _is_png(ctx.tmp / "v.png")))  # fmt: skip
+    for name, text in INJECTIONS.items():
+
+        def render(ctx: Ctx, text: str = text) -> list[str]:
+            results = _hostile_results(ctx, "object-category", text)
+            _rooms("room_type")(results, text)
+            scene = _scene_files(results / "dataset")[0]
+            return ["scenes", "render", str(scene), "--source", "condvln", "--out",
+                    str(ctx.tmp / "m.png")]  # fmt: skip
+
+        cases.append(Case(f"render-inject-{name}", "report injection", render, code=0,
+                          after=lambda ctx: _is_png(ctx.tmp / "m.png")))  # fmt: skip
+    return cases
+
+
+def _is_png(path: Path) -> None:
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --- hostile agent servers -------------------------------------------------------------------------
+
+_SERVERS: dict[str, list[Any]] = {}
+"""Fake servers started by a case, by case folder (stopped by :func:`release_holders`)."""
+
+
+def _http(status: int, body: bytes, *headers: str, length: int | None = None) -> bytes:
+    size = len(body) if length is None else length
+    head = [f"HTTP/1.1 {status} X", f"Content-Length: {size}", *headers]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+INFO = {"protocol": "condvln-agent", "version": 1, "name": "fake", "max_batch_size": 1,
+        "instruction_source": "original", "observation_format": "condvln"}  # fmt: skip
+GOOD = {"/info": _http(200, orjson.dumps(INFO)), "/reset": _http(200, b'{"ok": true}'),
+        "/act": _http(200, b'{"actions": [0]}')}  # fmt: skip
+
+
+class _FakeAgentServer(socketserver.ThreadingTCPServer):
+    """Answers each request path with fixed raw bytes (``None``: close without answering)."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, answers: dict[str, bytes | None]) -> None:
+        self.answers = answers
+        super().__init__(("127.0.0.1", 0), _FakeHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _FakeHandler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        self.connection.settimeout(10)
+        try:
+            while True:
+                line = self.rfile.readline(65537)
+                if not line:
+                    return
+                length = 0
+                while (header := self.rfile.readline(65537)) not in (b"\r\n", b"\n", b""):
+                    name, _, value = header.decode("latin-1").partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value)
+                self.rfile.read(length)
+                path = line.split()[1].decode("latin-1") if len(line.split()) > 1 else "/"
+                answer = self.server.answers.get(path.rstrip("/"))  # type: ignore[attr-defined]
+                if answer is None:
+                    return
+                self.wfile.write(answer)
+                self.wfile.flush()
+                if b"Connection: close" in answer.split(b"\r\n\r\n", 1)[0]:
+                    return
+        except OSError:
+            return
+
+
+def _with(**changes: bytes | None) -> dict[str, bytes | None]:
+    return GOOD | {f"/{k}": v for k, v in changes.items()}
+
+
+def _info(**fields: Any) -> dict[str, bytes | None]:
+    return _with(info=_http(200, json.dumps(INFO | fields).encode()))
+
+
+SERVER_CASES: dict[str, tuple[dict[str, bytes | None], int, tuple[str, ...]]] = {
+    # name: (answers, exit code, needles) — 2: the agent cannot start; 0: the episode fails
+    "info-html": (_with(info=_http(200, b"<html>hi</html>")), 2, ("GET /info", "malformed")),
+    "info-list": (_with(info=_http(200, b"[1, 2]")), 2, ("GET /info",)),
+    "info-deep": (_with(info=_http(200, b"[" * 5000 + b"]" * 5000)), 2, ("GET /info",)),
+    "info-500": (_with(info=_http(500, b'{"error": "boom"}')), 2, ("GET /info", "HTTP 500")),
+    "info-404-text": (_with(info=_http(404, b"not here")), 2, ("GET /info",)),
+    "info-closes": (_with(info=None), 2, ("GET /info",)),
+    "info-garbage-status": (_with(info=b"HELLO\r\n\r\n"), 2, ("GET /info",)),
+    "info-short-body": (_with(info=_http(200, b'{"protocol": "condvln-', "Connection: close", length=100)), 2, ("GET /info",)),
+    "info-oversized": (_with(info=_http(200, b'{"a": "' + b"x" * (2 << 20) + b'"}')), 2, ("exceeds the 1048576-byte limit",)),
+    "info-length-lies-big": (_with(info=_http(200, b"{}", length=10**12)), 2, ("exceeds the 1048576-byte limit",)),
+    "info-redirect": (_with(info=_http(302, b"", "Location: http://127.0.0.1:9/")), 2, ("GET /info",)),
+    "info-protocol": (_info(protocol="other"), 2, ("speaks 'other' version 1",)),
+    "info-version-2": (_info(version=2), 2, ("version 2",)),
+    "info-no-protocol": (_with(info=_http(200, b"{}")), 2, ("speaks None version None",)),
+    "info-batch-text": (_info(max_batch_size="many"), 2, ("failed to start", "'many'")),
+    "info-source": (_info(instruction_source="labels"), 2, ("instruction_source",)),
+    "info-name-markup": (_info(name="<script>[/]$x^$"), 0, ("1 episodes run",)),
+    "reset-500": (_with(reset=_http(500, b'{"error": "no"}')), 0, ("agent failures: 1 agent_error",)),
+    "reset-not-json": (_with(reset=_http(200, b"ok")), 0, ("agent failures: 1 agent_error",)),
+    "reset-closes": (_with(reset=None), 0, ("agent failures: 1 agent_error",)),
+    "act-nan": (_with(act=_http(200, b'{"actions": [NaN]}')), 0, ("agent failures: 1 agent_error",)),
+    "act-huge-int": (_with(act=_http(200, b'{"actions": [1' + b"0" * 400 + b"]}")), 0, ("agent failures: 1",)),
+    "act-deep": (_with(act=_http(200, b'{"actions": ' + b"[" * 3000 + b"]" * 3000 + b"}")), 0, ("agent failures: 1",)),
+    "act-null": (_with(act=_http(200, b'{"actions": null}')), 0, ("agent failures: 1",)),
+    "act-object": (_with(act=_http(200, b'{"actions": {"0": 1}}')), 0, ("agent failures: 1",)),
+    "act-text-action": (_with(act=_http(200, b'{"actions": ["1"]}')), 0, ("agent failures: 1 invalid_action",)),
+    "act-bool-action": (_with(act=_http(200, b'{"actions": [true]}')), 0, ("agent failures: 1 invalid_action",)),
+    "act-float-action": (_with(act=_http(200, b'{"actions": [1.0]}')), 0, ("agent failures: 1 invalid_action",)),
+    "act-closes": (_with(act=None), 0, ("agent failures: 1 agent_error",)),
+    "act-short-body": (_with(act=_http(200, b'{"actions": [0', "Connection: close", length=60)), 0, ("agent failures: 1 agent_error",)),
+    "act-error-markup": (_with(act=_http(500, b'{"error": "[/] <b>$x^$\\n second"}')), 0, ("agent failures: 1 agent_error",)),
+}  # fmt: skip
+"""Agent servers that answer wrongly (no silent or byte-at-a-time ones: deadlines are #29.2)."""
+
+
+def hostile_server_cases() -> list[Case]:
+    cases = []
+    for name, (answers, code, needles) in SERVER_CASES.items():
+
+        def prepare(ctx: Ctx, answers: dict[str, bytes | None] = answers) -> list[str]:
+            server = _FakeAgentServer(answers)
+            _SERVERS.setdefault(str(ctx.tmp), []).append(server)
+            return ["run", "--agent", server.url, "--dataset", str(ctx.dataset()), "--split",
+                    "val_unseen", "--out", str(ctx.tmp / "run"), "-j", "1", "-q"]  # fmt: skip
+
+        outputs = ("run",) if code == 2 else ()
+        cases.append(Case(f"run-server-{name}", "hostile servers", prepare, needles, code=code,
+                          outputs=outputs))  # fmt: skip
+    return cases
+
+
+# --- configuration files and overrides -------------------------------------------------------------
+
+
+def _laughs(levels: int = 10, width: int = 9) -> str:
+    lines = [f"a0: &a0 [{', '.join(['lol'] * width)}]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def _merge_bomb(levels: int = 12) -> str:
+    lines = ["b0: &b0 {x0: 1, x1: 2}"]
+    lines += [
+        f"b{i}: &b{i} {{<<: [{', '.join([f'*b{i - 1}'] * 8)}], y{i}: 1}}" for i in range(1, levels)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+BIG = "9" * 5000
+CONFIG_FILES: dict[str, tuple[str, Callable[[Path], None], str]] = {
+    # name: (file name, make it, needle)
+    "billion-laughs": ("c.yaml", lambda p: p.write_text(_laughs()), "aliases expand to more than"),
+    "merge-key-bomb": ("c.yaml", lambda p: p.write_text(_merge_bomb()), "aliases expand to more than"),
+    "recursive-alias": ("c.yaml", lambda p: p.write_text("seed: &a [*a]\n"), "refers to itself"),
+    "recursive-mapping": ("c.yaml", lambda p: p.write_text("relations: &r {near_holds: *r}\n"), "refers to itself"),
+    "fifo": ("c.yaml", os.mkfifo, "not a regular file"),
+    "dev-zero": ("c.yaml", lambda p: p.symlink_to("/dev/zero"), "not a regular file"),
+    "directory": ("c.yaml", lambda p: p.mkdir(), "is a directory"),
+    "dangling": ("c.yaml", lambda p: p.symlink_to(p.parent / "gone"), "dangling"),
+    "over-4-mib": ("c.yaml", lambda p: p.write_text("# " + "x" * (5 << 20) + "\n"), "over the 4 MiB limit"),
+    "not-utf8": ("c.yaml", lambda p: p.write_bytes(b"seed: \xff\xfe\n"), "not UTF-8"),
+    "binary-tag": ("c.yaml", lambda p: p.write_text("seed: !!binary aGVsbG8=\n"), "binary is not a setting value"),
+    "set-tag": ("c.yaml", lambda p: p.write_text("inputs: !!set {a, b}\n"), "set is not a setting value"),
+    "omap-tag": ("c.yaml", lambda p: p.write_text("relations: !!omap [{near_holds: 1}]\n"), "omap is not a setting value"),
+    "python-tag": ("c.yaml", lambda p: p.write_text("seed: !!python/object:os.system [ls]\n"), "line 1"),
+    "seed-5000-digits": ("c.yaml", lambda p: p.write_text(f"seed: {BIG}\n"), "5000 digits is too large"),
+    "scenes-5000-digits": ("c.yaml", lambda p: p.write_text(f"scenes: {BIG}\n"), "5000 digits is too large"),
+    "relation-5000-digits": ("c.yaml", lambda p: p.write_text(f"relations: {{near_holds: {BIG}}}\n"), "too large"),
+    "hex-5000-digits": ("c.yaml", lambda p: p.write_text(f"per_scene: 0x{'f' * 5000}\n"), "too large"),
+    "json-5000-digits": ("c.json", lambda p: p.write_text(f'{{"seed": {BIG}}}'), "5000 digits is too large"),
+    "json-deep": ("c.json", lambda p: p.write_text('{"seed": ' + "[" * 5000 + "]" * 5000 + "}"), "nested too deeply"),
+    "yaml-deep": ("c.yaml", lambda p: p.write_text("seed: " + "[" * 5000 + "]" * 5000 + "\n"), "c.yaml"),
+    "two-documents": ("c.yaml", lambda p: p.write_text("seed: 1\n---\nseed: 2\n"), "another document"),
+    "top-level-list": ("c.yaml", lambda p: p.write_text("- 1\n"), "top level must be a mapping"),
+    "tab-indent": ("c.yaml", lambda p: p.write_text("relations:\n\tnear_holds: 1\n"), "line 2"),
+    "unknown-key": ("c.yaml", lambda p: p.write_text("sed: 1\n"), "unknown key 'sed'"),
+    "wrong-suffix": ("c.txt", lambda p: p.write_text("seed: 1\n"), ".yaml, .yml or .json"),
+}  # fmt: skip
+"""Hostile ``--config`` files: refused with one line before any work."""
+
+OVERRIDES: dict[str, tuple[str, str]] = {
+    "seed-5000-digits": (f"seed={BIG}", "5000 digits is too large"),
+    "binary": ("seed=!!binary aGVsbG8=", "binary is not a setting value"),
+    "recursive-alias": ("relations={a: &x [*x]}", "refers to itself"),
+    "laughs": ("relations={" + ", ".join(_laughs(6, 12).splitlines()) + "}", "aliases expand"),
+    "unclosed": ("seed=[[[[", "override"),
+    "interpolation-5000": (f"seed=${{oc.decode:'{BIG}'}}", "config:"),
+    "no-equals": ("seed", "is not key=value"),
+    "bad-key": ("1seed=2", "is not key=value"),
+}
+"""Hostile ``key=value`` overrides."""
+
+
+def config_cases() -> list[Case]:
+    cases = []
+    commands = {
+        "config": lambda c, t: ["config", "generate", "--config", str(c)],
+        "generate": lambda c, t: ["generate", "--config", str(c), "--out", str(t / "g"), "-q"],
+        "run": lambda c, t: ["run", "--agent", "random", "--dataset", str(t / "nowhere"),
+                             "--config", str(c), "--out", str(t / "g"), "-q"],
+        "benchmark": lambda c, t: ["benchmark", "--config", str(c), "--out", str(t / "g"), "-q"],
+    }  # fmt: skip
+    for name, (file_name, make, needle) in CONFIG_FILES.items():
+        for command, argv in commands.items():
+            if command != "config" and name not in ("billion-laughs", "fifo", "seed-5000-digits",
+                                                    "binary-tag", "recursive-alias"):  # fmt: skip
+                continue
+
+            def prepare(ctx: Ctx, file_name: str = file_name, make: Any = make,
+                        argv: Any = argv) -> list[str]:  # fmt: skip
+                make(ctx.tmp / file_name)
+                return argv(ctx.tmp / file_name, ctx.tmp)
+
+            cases.append(Case(f"{command}-config-{name}", "configs", prepare, (needle,),
+                              outputs=("g",)))  # fmt: skip
+    for name, (override, needle) in OVERRIDES.items():
+        for command in ("config", "generate"):
+
+            def over(ctx: Ctx, override: str = override, command: str = command) -> list[str]:
+                if command == "config":
+                    return ["config", "generate", override]
+                return ["generate", "--out", str(ctx.tmp / "g"), "-q", override]
+
+            cases.append(Case(f"{command}-override-{name}", "configs", over, (needle,),
+                              outputs=("g",)))  # fmt: skip
+    return cases
+
+
+# --- shard merges ----------------------------------------------------------------------------------
+
+
+def _json_edit(
+    name: str, edit: Callable[[Any], Any], replace: bool = False
+) -> Callable[[Path], None]:
+    """Rewrite ``folder/name`` (JSON) after ``edit(doc)`` (with its result, when ``replace``)."""
+
+    def apply(folder: Path) -> None:
+        doc = json.loads((folder / name).read_text())
+        result = edit(doc)
+        (folder / name).write_text(json.dumps(result if replace else doc))
+
+    return apply
+
+
+def _both(corrupt: Callable[[Path], None]) -> Callable[[Path], None]:
+    """The same corruption in both shards (so they still agree with each other)."""
+    return lambda folder: (corrupt(folder.parent / "s0"), corrupt(folder))
+
+
+def _shard_key(key: str, value: Any) -> Callable[[Path], None]:
+    return _json_edit("manifest.json", lambda m: m["shard"].__setitem__(key, value))
+
+
+def _lines(name: str, edit: Callable[[list[dict]], Any]) -> Callable[[Path], None]:
+    """Rewrite the JSONL file ``folder/name`` with ``edit(records)`` (raw bytes when it returns
+    them)."""
+
+    def apply(folder: Path) -> None:
+        records = [json.loads(x) for x in (folder / name).read_bytes().splitlines() if x.strip()]
+        result = edit(records)
+        data = result if isinstance(result, bytes) else b"".join(
+            orjson.dumps(r) + b"\n" for r in records)  # fmt: skip
+        (folder / name).write_bytes(data)
+
+    return apply
+
+
+def _set_id(records: list[dict], value: Any) -> None:
+    records[0]["episode_id"] = value
+
+
+def _swap_across(folder: Path) -> None:
+    """Swap shard 0's last record with shard 1's first: both shards complete, each holding an
+    episode of the other's part."""
+    files = [folder.parent / "s0" / "trajectories.jsonl", folder / "trajectories.jsonl"]
+    first, second = ([x for x in f.read_bytes().splitlines() if x.strip()] for f in files)
+    first[-1], second[0] = second[0], first[-1]
+    for path, lines in zip(files, (first, second), strict=True):
+        path.write_bytes(b"".join(x + b"\n" for x in lines))
+
+
+def _replace(name: str, make: Callable[[Path], Any]) -> Callable[[Path], None]:
+    return lambda folder: ((folder / name).unlink(), make(folder / name))
+
+
+MERGE_CASES: dict[str, tuple[str, Callable[[Path], None], tuple[str, ...]]] = {
+    # name: (run or eval shards; corrupt shard 1's folder; needles)
+    "manifest-list": ("run", _json_edit("manifest.json", lambda m: [m], replace=True), ("manifest.json", "JSON object")),
+    "manifest-invalid": ("run", lambda f: (f / "manifest.json").write_text("{"), ("manifest.json", "not valid JSON")),
+    "manifest-deep": ("run", lambda f: (f / "manifest.json").write_text("[" * 3000 + "]" * 3000), ("manifest.json", "nested deeper")),
+    "manifest-fifo": ("run", _replace("manifest.json", os.mkfifo), ("manifest.json",)),
+    "shard-not-object": ("run", _json_edit("manifest.json", lambda m: m.__setitem__("shard", [1, 2])), ("not a shard",)),
+    "shard-index-text": ("run", _shard_key("index", "1"), ("field 'shard.index'",)),
+    "shard-index-bool": ("run", _shard_key("index", True), ("field 'shard.index'",)),
+    "shard-index-negative": ("run", _shard_key("index", -1), ("field 'shard.index'",)),
+    "shard-index-past-count": ("run", _shard_key("index", 2), ("field 'shard.index'",)),
+    "shard-index-huge": ("run", _shard_key("index", 10**30), ("field 'shard.index'",)),
+    "shard-count-zero": ("run", _shard_key("count", 0), ("field 'shard.count'",)),
+    "shard-count-float": ("run", _shard_key("count", 2.0), ("field 'shard.count'",)),
+    "shard-count-missing": ("run", _json_edit("manifest.json", lambda m: m["shard"].pop("count")), ("field 'shard.count'",)),
+    "shard-of-text": ("run", _shard_key("of_episodes", "all"), ("field 'shard.of_episodes'",)),
+    "episodes-missing": ("run", _json_edit("manifest.json", lambda m: m.pop("episodes")), ("field 'episodes'",)),
+    "dataset-hash-number": ("run", _json_edit("manifest.json", lambda m: m.__setitem__("dataset_hash", 5)), ("field 'dataset_hash'",)),
+    "split-list": ("run", _json_edit("manifest.json", lambda m: m.__setitem__("split", ["x"])), ("field 'split'",)),
+    "id-not-in-split": ("run", _lines("trajectories.jsonl", lambda rs: _set_id(rs, 999999)), ("episode 999999 is not in split",)),
+    "id-text-not-in-split": ("run", _lines("trajectories.jsonl", lambda rs: _set_id(rs, "ghost")), ("'ghost' is not in split",)),
+    "id-of-other-shard": ("run", _swap_across, ("belongs to shard 1/2, not 0/2",)),
+    "trajectories-fifo": ("run", _replace("trajectories.jsonl", os.mkfifo), ("trajectories.jsonl", "not a regular file")),
+    "trajectories-directory": ("run", _replace("trajectories.jsonl", Path.mkdir), ("trajectories.jsonl", "directory")),
+    "trajectories-garbage": ("run", lambda f: (f / "trajectories.jsonl").write_bytes(b"[1]\n{}\n"), ("trajectories.jsonl",)),
+    "eval-dataset-text": ("eval", _json_edit("manifest.json", lambda m: m.__setitem__("dataset", "x")), ("field 'dataset.path'",)),
+    "eval-predictions-missing": ("eval", _json_edit("manifest.json", lambda m: m.pop("predictions")), ("field 'predictions.sha256'",)),
+    "eval-run-number": ("eval", _json_edit("manifest.json", lambda m: m.__setitem__("run", 5)), ("field 'run'",)),
+    "eval-seed-text": ("eval", _json_edit("manifest.json", lambda m: m.__setitem__("seed", "0")), ("field 'seed'",)),
+    "eval-options-list": ("eval", _json_edit("manifest.json", lambda m: m.__setitem__("metric_options", [1])), ("field 'metric_options'",)),
+    "eval-options-unknown": ("eval", _both(_json_edit("manifest.json", lambda m: m["metric_options"].__setitem__("bogus", 1))), ("field 'metric_options'",)),
+    "eval-counts-missing": ("eval", _json_edit("metrics.json", lambda m: m.pop("counts")), ("metrics.json", "counts.episodes")),
+    "eval-counts-text": ("eval", _json_edit("metrics.json", lambda m: m["counts"].__setitem__("episodes", "3")), ("counts.episodes",)),
+    "eval-metrics-list": ("eval", _json_edit("metrics.json", lambda m: [m], replace=True), ("metrics.json", "JSON object")),
+    "eval-gt-file-number": ("eval", _both(_json_edit("metrics.json", lambda m: m["fidelity"].__setitem__("gt_file", 5))), ("fidelity.gt_file",)),
+    "eval-line-invalid": ("eval", lambda f: (f / "episodes.jsonl").write_bytes(b'{"episode_id": 1,\n'), ("episodes.jsonl", "line 1", "not valid JSON")),
+    "eval-line-list": ("eval", _lines("episodes.jsonl", lambda rs: b"[1, 2]\n"), ("episodes.jsonl", "line 1", "episode_id")),
+    "eval-record-nested": ("eval", _lines("episodes.jsonl", lambda rs: rs[0].__setitem__("success", [1])), ("field 'success'",)),
+    "eval-record-text-metric": ("eval", _lines("episodes.jsonl", lambda rs: rs[0].__setitem__("spl", "high")), ("field 'spl'",)),
+    "eval-episodes-fifo": ("eval", _replace("episodes.jsonl", os.mkfifo), ("episodes.jsonl", "not a regular file")),
+    "eval-id-not-in-split": ("eval", _lines("episodes.jsonl", lambda rs: _set_id(rs, 999999)), ("episode 999999 is not in split",)),
+    "eval-split-file-changed": ("eval", _both(_json_edit("manifest.json", lambda m: m["dataset"].__setitem__("sha256", "0" * 64))), ("cannot check", "split file has changed")),
+    "run-dataset-moved": ("run", _both(_json_edit("manifest.json", lambda m: m.__setitem__("dataset", "/nowhere/ds"))), ("cannot check", "/nowhere/ds")),
+}  # fmt: skip
+"""Corrupt shard folders for ``merge``: one line, exit 2, nothing written."""
+
+
+def merge_cases() -> list[Case]:
+    cases = []
+    for name, (kind, corrupt, needles) in MERGE_CASES.items():
+
+        def prepare(
+            ctx: Ctx, kind: str = kind, corrupt: Callable[[Path], None] = corrupt
+        ) -> list[str]:
+            folders = []
+            for i in range(2):
+                folder = ctx.tmp / f"s{i}"
+                shutil.copytree(ctx.base.shards / f"{kind}{i}", folder)
+                folders.append(str(folder))
+            corrupt(ctx.tmp / "s1")
+            return ["merge", *folders, "--out", str(ctx.tmp / "m")]
+
+        cases.append(Case(f"merge-{name}", "merges", prepare, needles, outputs=("m",)))
+
+    def mixed(ctx: Ctx) -> list[str]:
+        return ["merge", str(ctx.base.shards / "run0"), str(ctx.base.shards / "eval1"), "--out",
+                str(ctx.tmp / "m")]  # fmt: skip
+
+    cases.append(Case("merge-run-and-eval", "merges", mixed, ("mix runs and evaluations",),
+                      outputs=("m",)))  # fmt: skip
+    cases.append(Case("merge-control", "control", lambda ctx: ["merge", str(ctx.base.shards / "run0"),
+                      str(ctx.base.shards / "run1"), "--out", str(ctx.tmp / "m")], code=0))  # fmt: skip
+    return cases
+
+
+# --- one house in two places -----------------------------------------------------------------------
+
+
+def _disguised(path: Path) -> bytes:
+    """The house of scene file ``path`` under new scene, room, object and door ids, its rooms
+    reversed and the file re-indented with its keys in another order."""
+    doc = json.loads(path.read_text())
+    scene = doc["scene"]
+    rooms = {room["id"]: f"other-{k}" for k, room in enumerate(scene["rooms"])}
+    scene["id"], scene["rooms"] = "elsewhere/house", scene["rooms"][::-1]
+    for k, room in enumerate(scene["rooms"]):
+        room["id"] = rooms[room["id"]]
+        for j, obj in enumerate(room["objects"]):
+            obj["id"], obj["parent_id"] = f"thing-{k}-{j}", None
+    for door in scene["doors"]:
+        door["room_ids"] = [rooms[r] for r in door["room_ids"]]
+    return json.dumps(doc, indent=1, sort_keys=True).encode()
+
+
+def _house_in(ctx: Ctx, source: str, target: str, how: str) -> Path:
+    """The one-per-split dataset with ``target``'s episode pointed at ``source``'s house."""
+    from condvln.dataset.vlnce import split_path
+
+    ds = ctx.dataset("each")
+
+    def labels(split: str) -> tuple[Path, dict, dict]:
+        path = split_path(ds, split, "_answers" if split == "test" else "")
+        doc = read_gz(path)
+        return (
+            path,
+            doc,
+            (next(iter(doc.values())) if split == "test" else doc["episodes"][0])["info"],
+        )
+
+    scene_id = read_gz(split_path(ds, source))["episodes"][0]["scene_id"]
+    scene_file = original = labels(source)[2]["condvln"]["scene_file"]
+    if how != "same-scene":
+        scene_id = scene_file = f"scenes/{how}.json"
+        data = (ds / original).read_bytes() if how == "byte-copy" else _disguised(ds / original)
+        (ds / scene_file).write_bytes(data)
+    doc = read_gz(split_path(ds, target))
+    doc["episodes"][0]["scene_id"] = scene_id
+    write_gz(split_path(ds, target), doc)
+    path, doc, info = labels(target)
+    info["condvln"]["scene_file"] = scene_file
+    write_gz(path, doc)
+    return ds
+
+
+def _inputs(ctx: Ctx, *files: tuple[str, bytes]) -> list[str]:
+    folder = ctx.tmp / "in"
+    folder.mkdir()
+    for name, data in files:
+        (folder / name).write_bytes(data)
+    return ["generate", "--source", "condvln", "--input", str(folder), "--per-scene", "5",
+            "--out", str(ctx.tmp / "g"), "-j", "1", "-q"]  # fmt: skip
+
+
+def _other_house() -> bytes:
+    from condvln.scene.serialize import scene_to_json
+    from condvln.scene.sources import load
+
+    return scene_to_json(load("procedural", "7"))
+
+
+def _same_id(ctx: Ctx) -> list[str]:
+    other = json.loads(_other_house())
+    other["scene"]["id"] = json.loads(ctx.base.scene.read_text())["scene"]["id"]
+    return _inputs(
+        ctx, ("a.json", ctx.base.scene.read_bytes()), ("b.json", json.dumps(other).encode())
+    )
+
+
+def _generated_once(ctx: Ctx) -> None:
+    stats = json.loads((ctx.tmp / "g" / "stats.json").read_text())
+    assert stats["scenes"] == 2, stats["scenes"]
+
+
+def duplicate_scene_cases() -> list[Case]:
+    import itertools
+
+    from condvln.dataset.vlnce import SPLITS
+
+    cases = []
+    for source, target in itertools.permutations(SPLITS, 2):
+        if {source, target} == {"train", "val_seen"} or SPLITS.index(source) > SPLITS.index(target):
+            continue
+        for how in ("same-scene", "byte-copy", "disguised"):
+
+            def prepare(
+                ctx: Ctx, source: str = source, target: str = target, how: str = how
+            ) -> list[str]:
+                return ["validate", str(_house_in(ctx, source, target, how)), "-q", "--show", "100"]
+
+            cases.append(Case(f"validate-house-{source}-{target}-{how}", "duplicate scenes", prepare,
+                              (f"splits {source} and {target} share 1 house(s)",), code=1))  # fmt: skip
+    scene = lambda ctx: ctx.base.scene.read_bytes()  # noqa: E731
+    for name, files, needles, code in (
+        ("disguised", lambda c: [("a.json", scene(c)), ("b.json", _disguised(c.base.scene)), ("c.json", _other_house())], ("same content as",), 0),
+        ("byte-copy", lambda c: [("a.json", scene(c)), ("b.json", scene(c)), ("c.json", _other_house())], ("same content as",), 0),
+    ):  # fmt: skip
+        cases.append(Case(f"generate-dup-{name}", "duplicate scenes",
+                          lambda ctx, files=files: _inputs(ctx, *files(ctx)), needles, code=code,
+                          after=_generated_once))  # fmt: skip
+    cases.append(Case("generate-dup-one-id-two-houses", "duplicate scenes", _same_id,
+                      ("both give scene",), outputs=("g",)))  # fmt: skip
+    return cases
+
+
+# --- inputs that used to end in "internal error" ---------------------------------------------------
+
+
+def _gibson(obj: Any) -> Callable[[Ctx], list[str]]:
+    def prepare(ctx: Ctx) -> list[str]:
+        import numpy as np
+
+        array = np.empty((), dtype=object)
+        array[()] = obj
+        buffer = io.BytesIO()
+        np.savez(buffer, output=array)
+        path = ctx.tmp / "3DSceneGraph_X.npz"
+        path.write_bytes(buffer.getvalue())
+        return [
+            "scenes",
+            "export",
+            str(path),
+            "--source",
+            "gibson",
+            "--out",
+            str(ctx.tmp / "o.json"),
+        ]
+
+    return prepare
+
+
+def _chair(**fields: Any) -> dict:
+    return {"object": {1: {"class_": "chair", "location": [1, 0, 0], "size": [1, 1, 1]} | fields}}
+
+
+def _looped(ctx: Ctx) -> Path:
+    """The one-episode dataset whose scene file is a symbolic link loop."""
+    ds = ctx.dataset()
+    scene = ds / ctx.base.scene.relative_to(ctx.base.vu)
+    scene.unlink()
+    scene.symlink_to(scene.parent / "loop")
+    (scene.parent / "loop").symlink_to(scene)
+    return ds
+
+
+def _positions(record: dict) -> Callable[[Ctx], list[str]]:
+    name = "p.jsonl" if "episode_id" in record else "p.json"
+    return lambda ctx: _evaluate_file(ctx, name, orjson.dumps(record) + b"\n")
+
+
+SEED_5000 = "9" * 5000
+CRASH_CASES: list[tuple[str, Callable[[Ctx], list[str]], tuple[str, ...], int, tuple[str, ...]]] = [
+    # (name, prepare, needles, exit code, outputs)
+    ("export-seed-5000-digits", lambda c: ["scenes", "export", SEED_5000, "--out", str(c.tmp / "o.json")], ("below 2**63",), 2, ("o.json",)),
+    ("render-seed-5000-digits", lambda c: ["scenes", "render", SEED_5000, "--out", str(c.tmp / "o.png")], ("below 2**63",), 2, ("o.png",)),
+    ("graph-seed-5000-digits", lambda c: ["graph", SEED_5000, "--out", str(c.tmp / "o.json")], ("below 2**63",), 2, ("o.json",)),
+    ("show-seed-20-digits", lambda c: ["scenes", "show", "9" * 20], ("below 2**63",), 2, ()),
+    ("generate-input-seed-5000-digits", lambda c: ["generate", "--input", SEED_5000, "--out", str(c.tmp / "g"), "-q"], ("File name too long",), 2, ("g",)),
+    ("generate-input-seed-20-digits", lambda c: ["generate", "--input", "9" * 20, "--out", str(c.tmp / "g"), "-q"], ("below 2**63",), 2, ("g",)),
+    ("gibson-location-400-digits", _gibson(_chair(location=[10**400, 0, 0])), ("field 'location'",), 2, ("o.json",)),
+    ("gibson-location-5000-digits", _gibson(_chair(location=[10**5000, 0, 0])), ("field 'location'", "too large to print"), 2, ("o.json",)),
+    ("gibson-size-400-digits", _gibson(_chair(size=[1, 10**400, 1])), ("field 'size'",), 2, ("o.json",)),
+    ("gibson-class-5000-digits", _gibson(_chair(class_=10**5000)), ("field 'class_'",), 2, ("o.json",)),
+    ("gibson-id-5000-digits", _gibson({"object": {10**5000: _chair()["object"][1]}}), ("fit in 64 bits",), 2, ("o.json",)),
+    ("validate-scene-symlink-loop", lambda c: ["validate", str(_looped(c)), "-q"], ("symbolic link loop",), 1, ()),
+    ("run-scene-symlink-loop", lambda c: ["run", "--agent", "random", "--dataset", str(_looped(c)), "--split", "val_unseen", "--out", str(c.tmp / "run"), "-q"], ("symbolic link loop",), 2, ("run",)),
+    ("evaluate-scene-symlink-loop", lambda c: ["evaluate", str(_looped(c)), str(_predictions_for(c, c.tmp / "ds", "val_unseen")), "--out", str(c.tmp / "eval"), "--split", "val_unseen"], ("symbolic link loop",), 2, ("eval",)),
+    ("oracle-scene-symlink-loop", lambda c: ["oracle", str(_looped(c)), str(c.tmp / "oracle")], ("symbolic link loop",), 2, ("oracle",)),
+    ("evaluate-text-positions", _positions({"episode_id": 1, "positions": [["1", "2", "3"]], "headings": [0.0], "actions": [], "stop": True}), ("field 'positions'",), 2, ("eval",)),
+    ("evaluate-bool-positions", _positions({"episode_id": 1, "positions": [[True, 0, 0]], "headings": [0.0], "actions": [], "stop": True}), ("field 'positions'",), 2, ("eval",)),
+    ("evaluate-text-headings", _positions({"episode_id": 1, "positions": [[0, 0, 0]], "headings": ["0"], "actions": [], "stop": True}), ("field 'headings'",), 2, ("eval",)),
+    ("evaluate-leaderboard-text-position", _positions({"1": [{"position": ["0", "0", "0"], "heading": 0, "stop": True}]}), ("field 'position'",), 2, ("eval",)),
+]  # fmt: skip
+"""Each used to end in "internal error" (exit 1) or be accepted though wrong."""
+
+
+def crash_cases() -> list[Case]:
+    return [
+        Case(name, "masked crashes", prepare, needles, code=code, outputs=outputs)
+        for name, prepare, needles, code, outputs in CRASH_CASES
+    ]
+
+
 def control_cases() -> list[Case]:
     """The unmodified inputs succeed: the corpus's failures come from the hostile parts."""
 
@@ -1515,6 +2254,12 @@ def all_cases() -> list[Case]:
         + resume_cases()
         + report_cases()
         + agent_cases()
+        + report_injection_cases()
+        + hostile_server_cases()
+        + config_cases()
+        + merge_cases()
+        + duplicate_scene_cases()
+        + crash_cases()
     )
 
 
@@ -1533,7 +2278,11 @@ def sample_cases() -> list[Case]:
 
 
 def release_holders(tmp: Path) -> None:
-    """Stop a lock-holding child a case forked (see :func:`output_cases`)."""
+    """Stop a lock-holding child a case forked (see :func:`output_cases`) and the fake agent
+    servers a case started (see :func:`hostile_server_cases`)."""
+    for server in _SERVERS.pop(str(tmp), []):
+        server.shutdown()
+        server.server_close()
     holder = tmp / ".holder"
     if holder.exists():
         pid = int(holder.read_text())

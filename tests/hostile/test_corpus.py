@@ -25,6 +25,7 @@ def _digests(case: Any, ctx: Any, corpus: Any) -> dict[str, str]:
 def _check(case: Any, ctx: Any, result: Any, before: str | None, corpus: Any) -> None:
     text = result.stdout + result.stderr
     assert "Traceback" not in text, text[-2000:]
+    assert "internal error" not in text, text[-2000:]
     assert result.code == case.code, (result.code, text[-1500:])
     if case.code == 2:
         lines = [line for line in result.stderr.splitlines() if line.strip()]

@@ -38,6 +38,7 @@ from condvln.habitat.semantics import DATASET_CONFIG, dataset_config
 from condvln.io import atomic_directory, output_lock, output_path
 from condvln.nav import ExactNavigator
 from condvln.parallel.executors import Executor, ordered_map
+from condvln.scene.identity import first_of_each, scene_fingerprint
 from condvln.scene.serialize import scene_to_json
 from condvln.synth.driver import GENERATION_GRID, success_radius
 from condvln.synth.pipeline import SceneSpec, run_synthesis, scene_seed, scene_specs
@@ -220,12 +221,42 @@ def generate_dataset(
     if isinstance(workers, int) and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     duplicates: list[tuple[str, str]] = []
-    specs = scene_specs(config.source, config.scenes, config.inputs, duplicates)
+    specs = _distinct_scenes(config, workers, duplicates, progress)
     with output_lock(out):
         stats = _generate(config, out, specs, workers, overwrite, progress)
     if duplicates:
         stats["duplicate_inputs"] = [{"skipped": a, "same_as": b} for a, b in duplicates]
     return stats
+
+
+def _identity(spec: SceneSpec) -> tuple[str, str]:
+    """A scene's id and content fingerprint (a worker task)."""
+    scene = spec.load()
+    return scene.id, scene_fingerprint(scene)
+
+
+def _distinct_scenes(
+    config: GenerateConfig,
+    workers: int | Executor,
+    duplicates: list[tuple[str, str]],
+    progress: Callable[[str, int], Callable[[], None]] | None,
+) -> list[SceneSpec]:
+    """The run's scenes, each house once by content (:mod:`condvln.scene.identity`), checked
+    before any work: a copy is skipped (``duplicates`` gets ``(skipped, kept)``), two houses
+    under one scene id are refused. ``config.scenes`` then keeps the first N of a file source."""
+    files = bool(config.inputs) or config.source != "procedural"
+    count = None if files else config.scenes
+    specs = scene_specs(config.source, count, config.inputs, duplicates)
+    tick = progress("scene identity", len(specs)) if progress else None
+    identities = list(ordered_map(_identity, specs, workers, tick))
+    kept, dropped = first_of_each(
+        range(len(specs)), [f for _, f in identities], lambda i: specs[i].reference
+    )
+    duplicates += dropped
+    if files and config.scenes is not None:
+        kept = kept[: config.scenes]
+    _require_distinct_ids([specs[i] for i in kept], [identities[i][0] for i in kept])
+    return [specs[i] for i in kept]
 
 
 def _generate(
@@ -250,7 +281,6 @@ def _generate(
         strata=[groups[i] for i in range(len(specs))],
         train=functools.partial(_is_train, config=config),
     )
-    _require_distinct_ids(specs, synth.scene_ids)
     by_scene: dict[str, list[Instance]] = defaultdict(list)
     for inst in synth.instances:
         by_scene[inst.scene_id].append(inst)

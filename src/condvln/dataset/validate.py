@@ -12,7 +12,6 @@ the geodesic, and the ground-truth actions' VLN-CE invariants. Each problem name
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 from collections import Counter
@@ -28,7 +27,7 @@ from condvln.dataset.episode import (
     TEST_EPISODE_KEYS,
 )
 from condvln.dataset.follower import FORWARD_STEP
-from condvln.dataset.schema import answer_problems, episode_problems, gt_problems, scene_file
+from condvln.dataset.schema import answer_problems, episode_problems, gt_problems
 from condvln.dataset.vlnce import (
     SPLITS,
     encode,
@@ -39,10 +38,11 @@ from condvln.dataset.vlnce import (
 )
 from condvln.errors import CondVLNError, FormatError
 from condvln.graph import RelationConfig
-from condvln.io import check_regular_file, read_bytes, read_json
+from condvln.io import check_regular_file, read_json
 from condvln.nav import ExactNavigator, GridNavigator
 from condvln.program.ast import program_from_dict
 from condvln.program.verify import verify_labels
+from condvln.scene.identity import scene_fingerprint
 from condvln.scene.model import Scene
 from condvln.scene.serialize import load_scene
 
@@ -93,10 +93,10 @@ class _SceneCache:
         self.root = root
         self._index: dict[str, str] | None = None
         self._items: dict[Path, tuple[Scene, GridNavigator, ExactNavigator] | str] = {}
+        self._fingerprints: dict[Path, str] = {}
 
-    def get(self, ep: dict[str, Any]) -> tuple[Scene, GridNavigator, ExactNavigator] | str:
-        """The episode's scene and its navigators (grid: approach points as generation picks
-        them; exact: geodesics), or the one-line reason it cannot be used."""
+    def path(self, ep: dict[str, Any]) -> Path | str:
+        """The episode's scene JSON, or the one-line reason it cannot be used."""
         try:
             if self._index is None:
                 self._index = load_scene_index(self.root)
@@ -104,6 +104,14 @@ class _SceneCache:
             check_regular_file(path)
         except FormatError as exc:
             return exc.message
+        return path
+
+    def get(self, ep: dict[str, Any]) -> tuple[Scene, GridNavigator, ExactNavigator] | str:
+        """The episode's scene and its navigators (grid: approach points as generation picks
+        them; exact: geodesics), or the one-line reason it cannot be used."""
+        path = self.path(ep)
+        if isinstance(path, str):
+            return path
         if path not in self._items:
             try:
                 scene = load_scene(path)
@@ -112,6 +120,17 @@ class _SceneCache:
             except CondVLNError as exc:
                 self._items[path] = f"{path}: {exc}" if str(path) not in str(exc) else str(exc)
         return self._items[path]
+
+    def identity(self, ep: dict[str, Any]) -> tuple[str, str] | None:
+        """The house of the episode's scene file: ``(fingerprint, file)``, or ``None`` when the
+        scene cannot be loaded (reported per episode)."""
+        loaded = self.get(ep)
+        if isinstance(loaded, str):
+            return None
+        path = self.path(ep)
+        if path not in self._fingerprints:
+            self._fingerprints[path] = scene_fingerprint(loaded[0])
+        return self._fingerprints[path], str(Path(path).relative_to(self.root.resolve()))
 
 
 def _near(a: Any, b: Any, tol: float = POSITION_TOLERANCE) -> bool:
@@ -271,30 +290,39 @@ def _episode_problems(
     return problems + _check_labels(ep, scene, nav, exact) + _check_gt(ep, gt)
 
 
-def _scene_disjointness(root: Path, used: dict[str, set[str]]) -> list[str]:
-    """Seen (train + val_seen), val_unseen and test must share no scene, by path or content."""
-    groups = {"seen": used.get("train", set()) | used.get("val_seen", set())}
-    groups |= {s: used.get(s, set()) for s in ("val_unseen", "test")}
-    digests: dict[str, str] = {}
-    for scene_id in set().union(*groups.values()):
-        try:
-            digests[scene_id] = hashlib.sha256(
-                read_bytes(scene_file(root, scene_id, "", ""))
-            ).hexdigest()
-        except CondVLNError:
-            digests[scene_id] = scene_id  # reported per episode already
+SHARING_ALLOWED = {frozenset(("train", "val_seen"))}
+"""Split pairs that may share houses (val_seen: other instructions in the training houses)."""
+
+
+def _scene_disjointness(root: Path, houses: dict[str, dict[str, str]]) -> list[str]:
+    """Every pair of splits but train / val_seen must share no house: ``houses[split]`` maps
+    each house key (content fingerprint, or ``id:`` + habitat scene id) to a file naming it."""
     problems = []
-    names = list(groups)
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            contents_b = {digests[y] for y in groups[b]}
-            shared = sorted(x for x in groups[a] if digests[x] in contents_b)
-            if shared:
-                problems.append(
-                    f"{root}: splits {a} and {b} share {len(shared)} scene(s) (e.g. {shared[0]}): "
-                    "seen and unseen splits must be scene-disjoint"
-                )
+    for a, b in itertools.combinations(SPLITS, 2):
+        if frozenset((a, b)) in SHARING_ALLOWED:
+            continue
+        left, right = houses.get(a, {}), houses.get(b, {})
+        shared = [key for key in left if key in right]
+        by_content = [k for k in shared if not k.startswith("id:")]
+        if shared:
+            key = (by_content or shared)[0]
+            count = len(by_content or shared)
+            problems.append(
+                f"{root}: splits {a} and {b} share {count} house(s) (e.g. {left[key]} in {a} "
+                f"and {right[key]} in {b}): unseen splits must be scene-disjoint"
+            )
     return problems
+
+
+def _houses(ep: Any, scenes: _SceneCache) -> dict[str, str]:
+    """The house keys of an episode (see :func:`_scene_disjointness`)."""
+    if not isinstance(ep, dict) or not isinstance(ep.get("scene_id"), str):
+        return {}
+    keys = {f"id:{ep['scene_id']}": ep["scene_id"]}
+    identity = scenes.identity(ep)
+    if identity is not None:
+        keys[identity[0]] = identity[1]
+    return keys
 
 
 def validate_dataset(
@@ -304,7 +332,8 @@ def validate_dataset(
 
     Every split of :data:`~condvln.dataset.vlnce.SPLITS` must be present (a missing file, a
     folder or a dangling symlink in its place is a problem), and the seen, val_unseen and test
-    splits must be scene-disjoint (by scene path and by scene file content).
+    splits must be scene-disjoint: no two splits but train and val_seen share a habitat scene id
+    or a house (:func:`~condvln.scene.identity.scene_fingerprint` of the scene file).
     ``progress(label, total)`` returns an ``advance()`` callback, called once per episode.
     """
     root = Path(root)
@@ -313,7 +342,7 @@ def validate_dataset(
         report.problems.append(f"{root}: not a dataset folder")
         return report
     scenes = _SceneCache(root)
-    used: dict[str, set[str]] = {}
+    houses: dict[str, dict[str, str]] = {}
     for split in SPLITS:
         try:
             doc = load_split(root, split)
@@ -342,8 +371,7 @@ def validate_dataset(
             if split == "test" and gt is None:
                 found.append(("test_answers", "no answer for this episode"))
             found += _episode_problems(ep, split == "test", vocab, gt, scenes)
-            if isinstance(ep, dict) and isinstance(ep.get("scene_id"), str):
-                used.setdefault(split, set()).add(ep["scene_id"])
+            houses.setdefault(split, {}).update(_houses(ep, scenes))
             report.problems.extend(f"{split}: episode {eid}: field '{f}': {m}" for f, m in found)
-    report.problems += _scene_disjointness(root, used)
+    report.problems += _scene_disjointness(root, houses)
     return report

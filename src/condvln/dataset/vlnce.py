@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from condvln.errors import FormatError
-from condvln.io import atomic_write_bytes, read_json
+from condvln.io import atomic_write_bytes, read_json, resolve_path
 from condvln.program.parse import tokenize
 
 SPLITS = ("train", "val_seen", "val_unseen", "test")
@@ -106,8 +106,9 @@ def scene_json_path(
     if not isinstance(relative, str):
         scene_id = str(episode.get("scene_id"))
         relative = index.get(scene_id, scene_id)
-    base = Path(root).resolve()
-    path = (base / relative).resolve()
+    where = {"record": f"episode {episode.get('episode_id')}", "field": "info.condvln.scene_file"}
+    base = resolve_path(Path(root), **where)
+    path = resolve_path(base / relative, **where)
     if not path.is_relative_to(base):
         raise FormatError(
             "scene file is outside the dataset folder",

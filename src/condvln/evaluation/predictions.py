@@ -78,11 +78,21 @@ def _fail(message: str, file: Path, record: str, field: str | None = None) -> Fo
     return FormatError(message, file=str(file), record=record, field=field)
 
 
+def _numbers(value: Any, depth: int) -> bool:
+    """Whether ``value`` is ``depth`` levels of lists of JSON numbers (text and true / false,
+    which numpy would turn into numbers, are not)."""
+    if depth == 0:
+        return type(value) in (int, float)
+    return isinstance(value, list) and all(_numbers(v, depth - 1) for v in value)
+
+
 def _floats(value: Any, shape: tuple[int | None, ...], where: tuple[Path, str, str]) -> NDArray:
     """``value`` as a finite float array of ``shape`` (``None`` = any length ≥ 1)."""
+    if not _numbers(value, len(shape)):
+        raise _fail("must be an array of numbers", *where)
     try:
         arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise _fail("must be an array of numbers", *where) from None
     ok = arr.ndim == len(shape) and all(
         s in (None, n) for s, n in zip(shape, arr.shape, strict=True)

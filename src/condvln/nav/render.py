@@ -1,7 +1,8 @@
 """Top-down map of a scene: rooms, walls, doors, obstacles, navigable area, objects, paths.
 
 North (−Z) is up and east (+X) is right. Uses matplotlib's Agg backend (no display needed);
-the PNG is written through a temporary file, so a failed render leaves nothing behind.
+the PNG is written through a temporary file, so a failed render leaves nothing behind. Text
+from data (room types, categories, ids, titles) is drawn as plain text (:data:`PLAIN_TEXT`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ ROOM_COLOURS = {
 
 OTHER_COLOURS = ("#f2e6c9", "#d6eadf", "#eddcd2", "#dde5f0", "#f0dfe8", "#e2ecd0")
 
+PLAIN_TEXT = {"text.parse_math": False}
+"""Matplotlib settings of every figure that draws text from data (``@plt.rc_context(PLAIN_TEXT)``
+on the drawing function): a ``$`` in a category or a run name is a dollar sign, never a mathtext
+formula that fails to parse."""
+
 PointsArg = Sequence[Sequence[float]] | Mapping[str, Sequence[float]]
 
 
@@ -53,6 +59,7 @@ def room_colour(room_type: str) -> str:
     return OTHER_COLOURS[zlib.crc32(room_type.encode()) % len(OTHER_COLOURS)]
 
 
+@plt.rc_context(PLAIN_TEXT)
 def render_map(
     scene: Scene,
     out_path: str | Path,

@@ -13,6 +13,12 @@ this package's own (``templates/``), nothing is fetched. Sections:
    and the episode's layers (:func:`~.viz.episode_figure`, :func:`~.viz.agent_path`) drawn over
    it in SVG by the page's script, with the caption of ``condvln viz``.
 
+The page is rendered once through Jinja2 with autoescaping (``templates/report.html``): every
+value from data — run and folder names, scene ids, categories, split keys, instructions — is
+text, in an element or an attribute, never markup, and no value is read as a placeholder. The
+page data is JSON in a ``<script type="application/json">`` element with ``<``, ``>``, ``&``
+escaped (:func:`json_for_script`); the page's script puts data into the page as text only.
+
 Maps need each run's dataset and trajectories (found through the evaluation manifest, see
 :mod:`.results`); a run without them still gets its tables and rows, marked "no map".
 """
@@ -20,18 +26,20 @@ Maps need each run's dataset and trajectories (found through the evaluation mani
 from __future__ import annotations
 
 import base64
-import html
 import importlib.resources
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import matplotlib.pyplot as plt
 import orjson
+from jinja2.utils import htmlsafe_json_dumps
+from markupsafe import Markup
 
 from condvln import __version__
-from condvln.errors import ConfigError
+from condvln.errors import ConfigError, FormatError
 from condvln.evaluation.metrics import METRICS
 from condvln.evaluation.tables import ResultTable, table2, table3
 from condvln.io import atomic_write_bytes, read_json
@@ -82,8 +90,20 @@ class ReportSummary:
     warnings: tuple[str, ...]
 
 
-def _template(name: str) -> str:
-    return importlib.resources.files("condvln.report").joinpath("templates", name).read_text()
+_ENVIRONMENT = jinja2.Environment(
+    loader=jinja2.PackageLoader("condvln.report", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+)
+"""Templates render once, with autoescaping: a value from data is text wherever it lands (an
+element, an attribute), and nothing in a value is ever read as a placeholder."""
+
+
+def _asset(name: str) -> Markup:
+    """One of this package's own template files (style sheet, script), inserted verbatim."""
+    return Markup(
+        importlib.resources.files("condvln.report").joinpath("templates", name).read_text()
+    )
 
 
 def data_uri(png: bytes) -> str:
@@ -91,43 +111,41 @@ def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+def json_for_script(data: Any) -> Markup:
+    r"""``data`` as JSON for a ``<script type="application/json">`` element: ``<``, ``>``,
+    ``&`` and ``'`` are ``\u`` escapes, so no string in it can close the element or open a
+    comment (JSON.parse reads the escapes back).
 
-
-def _img(png: bytes, alt: str, cls: str = "plot") -> str:
-    return f'<img class="{cls}" alt="{_esc(alt)}" src="{data_uri(png)}">'
+    >>> print(json_for_script({"a": "</script><img src=x>&"}))
+    {"a":"\u003c/script\u003e\u003cimg src=x\u003e\u0026"}
+    """
+    return htmlsafe_json_dumps(data, dumps=lambda value: orjson.dumps(value).decode())
 
 
 def _number(value: float | None, decimals: int) -> str:
     return "–" if value is None else f"{value:.{decimals}f}"
 
 
-def result_table_html(table: ResultTable, table_id: str) -> str:
-    """A :class:`ResultTable` as an HTML table; each cell carries its exact value.
+def _value(value: float | None) -> str:
+    """A cell's exact value for its ``data-value`` attribute (empty for none)."""
+    return "" if value is None else repr(value)
 
-    Cells: ``<td data-col="<group> <column>" data-value="<repr or empty>">``; rows carry
-    ``data-run``.
-    """
-    groups = "".join(
-        f'<th colspan="{len(cols)}">{_esc(group)}</th>' for group, cols in table.groups
-    )
-    columns = "".join(f"<th>{_esc(c)}</th>" for _, cols in table.groups for c in cols)
-    body = []
-    for row in table.rows:
-        cells = "".join(
-            f'<td data-col="{_esc(col)}" data-value="{"" if v is None else repr(v)}">'
-            f"{_number(v, table.decimals)}</td>"
-            for col, v in zip(table.columns, row.values, strict=True)
-        )
-        body.append(f'<tr data-run="{_esc(row.name)}"><th>{_esc(row.name)}</th>'
-                    f"<td>{row.n}</td>{cells}</tr>")  # fmt: skip
-    return (
-        f'<div class="scroll"><table id="{table_id}" class="results">'
-        f"<caption>{_esc(table.title)}</caption>"
-        f'<thead><tr><th rowspan="2">run</th><th rowspan="2">N</th>{groups}</tr>'
-        f"<tr>{columns}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
-    )
+
+def result_table_view(table: ResultTable) -> dict[str, Any]:
+    """A :class:`ResultTable` for the page's ``result_table`` macro; each cell carries its
+    exact value (``data-col="<group> <column>"``, ``data-value``), each row its run name."""
+    rows = [
+        {
+            "name": row.name,
+            "n": row.n,
+            "cells": [
+                {"col": col, "value": _value(v), "text": _number(v, table.decimals)}
+                for col, v in zip(table.columns, row.values, strict=True)
+            ],
+        }
+        for row in table.rows
+    ]
+    return {"title": table.title, "groups": table.groups, "rows": rows}
 
 
 def _description(metric: str) -> str:
@@ -137,35 +155,25 @@ def _description(metric: str) -> str:
         return ""
 
 
-def metrics_table_html(runs: Sequence[RunResult]) -> str:
+def metrics_view(runs: Sequence[RunResult]) -> dict[str, Any]:
     """Every aggregate in the runs' ``metrics.json``: mean and 95 % interval, a column per run."""
     names: list[str] = []
     for run in runs:
         names += [k for k in run.metrics["metrics"] if k not in names]
-    head = "".join(f"<th>{_esc(r.name)}</th>" for r in runs)
-    body = []
+    rows = []
     for name in names:
         cells = []
         for run in runs:
             agg = run.metrics["metrics"].get(name) or {}
             mean, lo, hi = agg.get("mean"), agg.get("ci_low"), agg.get("ci_high")
             interval = "" if lo is None or hi is None else f" [{lo:.3f}, {hi:.3f}]"
-            cells.append(
-                f'<td data-run="{_esc(run.name)}" data-metric="{_esc(name)}" '
-                f'data-value="{"" if mean is None else repr(mean)}">{_number(mean, 3)}'
-                f'<span class="ci">{interval}</span> <span class="n">n={agg.get("n", 0)}</span>'
-                "</td>"
-            )
-        body.append(f'<tr><th title="{_esc(_description(name))}">{_esc(name)}</th>'
-                    f"{''.join(cells)}</tr>")  # fmt: skip
-    return (
-        '<div class="scroll"><table id="metrics" class="results">'
-        "<caption>Every aggregate of metrics.json: mean [95 % interval], episodes counted</caption>"
-        f"<thead><tr><th>metric</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
-    )
+            cells.append({"run": run.name, "value": _value(mean), "text": _number(mean, 3),
+                          "interval": interval, "n": agg.get("n", 0)})  # fmt: skip
+        rows.append({"name": name, "description": _description(name), "cells": cells})
+    return {"runs": [run.name for run in runs], "rows": rows}
 
 
-def _runs_html(runs: Sequence[RunResult]) -> str:
+def _runs_view(runs: Sequence[RunResult]) -> list[dict[str, Any]]:
     rows = []
     for run in runs:
         counts = run.metrics.get("counts", {})
@@ -174,30 +182,27 @@ def _runs_html(runs: Sequence[RunResult]) -> str:
             if run.dataset_dir and run.predictions
             else "no (dataset or trajectories not found)"
         )
-        rows.append(
-            f"<tr><th>{_esc(run.name)}</th><td>{_esc(run.split)}</td>"
-            f"<td>{counts.get('episodes', len(run.records))}</td><td>{counts.get('missing', 0)}</td>"
-            f"<td>{_esc(maps)}</td><td><code>{_esc(run.eval_dir)}</code></td></tr>"
-        )
-    return (
-        '<div class="scroll"><table id="runs" class="results"><thead><tr><th>run</th>'
-        "<th>split</th><th>episodes</th><th>missing</th><th>maps</th><th>evaluation folder</th>"
-        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
+        rows.append({"name": run.name, "split": run.split, "maps": maps, "folder": str(run.eval_dir),
+                     "episodes": counts.get("episodes", len(run.records)),
+                     "missing": counts.get("missing", 0)})  # fmt: skip
+    return rows
 
 
-def _dataset_html(runs: Sequence[RunResult]) -> str:
+def _dataset_view(runs: Sequence[RunResult]) -> dict[str, Any] | None:
     stats_file = next(
         (r.dataset_dir / "stats.json" for r in runs if r.dataset_dir is not None), None
     )
     if stats_file is None or not stats_file.is_file():
-        return ""
+        return None
     stats = read_json(stats_file)
-    splits = ", ".join(f"{k} {v}" for k, v in (stats.get("splits") or {}).items())
-    return (
-        f"<p>Whole dataset: {stats.get('episodes', '?')} episodes over "
-        f"{stats.get('scenes', '?')} scenes ({_esc(splits)}).</p>"
-    )
+    if not isinstance(stats, dict):
+        raise FormatError("must be a JSON object (the dataset statistics)", file=str(stats_file))
+    splits = stats.get("splits") if isinstance(stats.get("splits"), dict) else {}
+    return {
+        "episodes": stats.get("episodes", "?"),
+        "scenes": stats.get("scenes", "?"),
+        "splits": ", ".join(f"{k} {v}" for k, v in splits.items()),
+    }
 
 
 class _MapData:
@@ -292,9 +297,14 @@ def _rows(
     return rows, warnings
 
 
-def _json_script(data: Any) -> str:
-    text = orjson.dumps(data).decode()
-    return text.replace("</", "<\\/")
+def _plots(named: Sequence[tuple[str, Any]]) -> dict[str, dict[str, str]]:
+    charts = {
+        "coverage": (plots.coverage_plot(named[0][1]), "dataset coverage"),
+        "sweeps": (plots.sweep_plot(named), "metrics against depth and chain"),
+        "failures": (plots.failure_plot(named), "failure categories"),
+        "chance": (plots.chance_plot(named), "branch accuracy against chance"),
+    }
+    return {key: {"src": data_uri(png), "alt": alt} for key, (png, alt) in charts.items()}
 
 
 def build_report(
@@ -306,7 +316,9 @@ def build_report(
 ) -> tuple[str, dict[str, Any], list[str]]:
     """The report page of ``runs``, its embedded data and warnings (runs without maps).
 
-    The data holds ``runs``, ``style``, ``cmap``, ``scenes``, ``episodes`` and ``rows``.
+    The data holds ``runs``, ``style``, ``cmap``, ``scenes``, ``episodes`` and ``rows``. The
+    page is ``templates/report.html`` rendered once with autoescaping; the data is embedded as
+    :func:`json_for_script`.
     """
     named = [(run.name, run.records) for run in runs]
     maps = _MapData()
@@ -321,27 +333,20 @@ def build_report(
         "rows": rows,
         "page": page_rows,
     }
-    first = runs[0].records
-    sections = {
-        "title": _esc(title),
-        "version": _esc(__version__),
-        "runs": _runs_html(runs),
-        "warnings": "".join(f'<p class="warning">{_esc(w)}</p>' for w in warnings),
-        "dataset": _dataset_html(runs),
-        "coverage": _img(plots.coverage_plot(first), "dataset coverage"),
-        "table2": result_table_html(table2(named), "table2"),
-        "table3": result_table_html(table3(named), "table3"),
-        "metrics": metrics_table_html(runs),
-        "sweeps": _img(plots.sweep_plot(named), "metrics against depth and chain"),
-        "failures": _img(plots.failure_plot(named), "failure categories"),
-        "chance": _img(plots.chance_plot(named), "branch accuracy against chance"),
-        "css": _template("report.css"),
-        "js": _template("report.js"),
-        "data": _json_script(data),
-    }
-    page = _template("report.html")
-    for key, value in sections.items():
-        page = page.replace("{{" + key + "}}", value)
+    page = _ENVIRONMENT.get_template("report.html").render(
+        title=title,
+        version=__version__,
+        runs=_runs_view(runs),
+        warnings=warnings,
+        dataset=_dataset_view(runs),
+        plots=_plots(named),
+        table2=result_table_view(table2(named)),
+        table3=result_table_view(table3(named)),
+        metrics=metrics_view(runs),
+        css=_asset("report.css"),
+        js=_asset("report.js"),
+        data=json_for_script(data),
+    )
     return page, data, warnings
 
 

@@ -11,7 +11,8 @@
 Values are percentages of per-episode means (:func:`~condvln.evaluation.tables.percent_mean`),
 so they agree with Tables 2 and 3 and with ``metrics.json``; intervals are those of
 ``metrics.json`` (:mod:`condvln.evaluation.aggregate`: Wilson for rates, a percentile bootstrap
-for BSA).
+for BSA). Run names and categories are drawn as plain text
+(:data:`~condvln.nav.render.PLAIN_TEXT`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from matplotlib.figure import Figure
 from condvln.evaluation.aggregate import aggregate_values, wilson_interval
 from condvln.evaluation.metrics import METRICS
 from condvln.evaluation.tables import FAILURE_CATEGORIES, percent_mean
+from condvln.nav.render import PLAIN_TEXT
 
 Records = Sequence[Mapping[str, Any]]
 Runs = Sequence[tuple[str, Records]]
@@ -62,6 +64,7 @@ def _sorted_keys(values: Counter) -> list[Any]:
     return sorted(values, key=lambda v: (v is None, str(v) if not isinstance(v, int) else v))
 
 
+@plt.rc_context(PLAIN_TEXT)
 def coverage_plot(records: Records) -> bytes:
     """Episodes per source × category (annotated heat map), per depth and per chain length."""
     sources = _sorted_keys(Counter(r.get("source_dataset") for r in records))
@@ -149,11 +152,13 @@ def sweep_figure(runs: Runs) -> Figure:
     return fig
 
 
+@plt.rc_context(PLAIN_TEXT)
 def sweep_plot(runs: Runs) -> bytes:
     """PNG of :func:`sweep_figure`."""
     return png(sweep_figure(runs))
 
 
+@plt.rc_context(PLAIN_TEXT)
 def failure_plot(runs: Runs) -> bytes:
     """Share of each run's episodes that succeed or fail in each failure category."""
     parts = ("success", *FAILURE_CATEGORIES)
@@ -177,6 +182,7 @@ def failure_plot(runs: Runs) -> bytes:
     return png(fig)
 
 
+@plt.rc_context(PLAIN_TEXT)
 def chance_plot(runs: Runs) -> bytes:
     """Branch accuracy (ended nearest the gold leaf goal) of each run against chance."""
     names = [name for name, _ in runs]

@@ -86,7 +86,12 @@ def _eval_dirs(results: Path) -> list[Path]:
     found = sorted(p for p in parent.iterdir() if p.is_dir() and _is_eval_dir(p))
     summary = results / "results.json"
     if summary.is_file():  # the benchmark's row order
-        order = list(read_json(summary).get("runs", {}))
+        runs = read_json(summary)
+        order = (
+            list(runs["runs"])
+            if isinstance(runs, dict) and isinstance(runs.get("runs"), dict)
+            else []
+        )
         found.sort(key=lambda p: order.index(p.name) if p.name in order else len(order))
     return found
 
@@ -95,25 +100,60 @@ def _existing(*candidates: Path | None) -> Path | None:
     return next((c for c in candidates if c is not None and c.exists()), None)
 
 
-def _load_run(results: Path, eval_dir: Path) -> RunResult:
-    metrics = read_json(eval_dir / METRICS)
+def _number(value: Any) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def check_metrics(metrics: Any, file: Path) -> dict[str, Any]:
+    """``metrics.json`` as the report reads it: ``metrics`` maps names to aggregates whose
+    ``mean`` / ``ci_low`` / ``ci_high`` are numbers or null; ``counts`` holds whole numbers.
+
+    Raises:
+        FormatError: naming the file and the first bad field.
+    """
     if not isinstance(metrics, dict) or not isinstance(metrics.get("metrics"), dict):
-        raise FormatError("expected an object with 'metrics'", file=str(eval_dir / METRICS))
+        raise FormatError("expected an object with 'metrics'", file=str(file))
+    for name, aggregate in metrics["metrics"].items():
+        if not isinstance(aggregate, dict):
+            raise FormatError("must be an object", file=str(file), field=f"metrics.{name}")
+        for key in ("mean", "ci_low", "ci_high", "n"):
+            if not _number(aggregate.get(key)):
+                raise FormatError(
+                    f"must be a number or null, got {aggregate[key]!r}"[:200],
+                    file=str(file),
+                    field=f"metrics.{name}.{key}",
+                )
+    counts = metrics.get("counts", {})
+    if not isinstance(counts, dict) or not all(
+        type(counts.get(k, 0)) is int for k in ("episodes", "missing")
+    ):
+        raise FormatError("must be an object of whole numbers", file=str(file), field="counts")
+    return metrics
+
+
+def _path(section: Any) -> Path | None:
+    """The ``path`` of a manifest section, when it is a string."""
+    path = section.get("path") if isinstance(section, dict) else None
+    return Path(path) if isinstance(path, str) and path and "\x00" not in path else None
+
+
+def _load_run(results: Path, eval_dir: Path) -> RunResult:
+    metrics = check_metrics(read_json(eval_dir / METRICS), eval_dir / METRICS)
     manifest_file = eval_dir / MANIFEST
     manifest = read_json(manifest_file) if manifest_file.is_file() else {}
+    if not isinstance(manifest, dict):
+        raise FormatError(
+            "must be a JSON object (the evaluation manifest)", file=str(manifest_file)
+        )
     name = str(metrics.get("run") or eval_dir.name)
-    dataset = (manifest.get("dataset") or {}).get("path")
-    predictions = (manifest.get("predictions") or {}).get("path")
+    dataset, predictions = _path(manifest.get("dataset")), _path(manifest.get("predictions"))
     return RunResult(
         name=name,
         eval_dir=eval_dir,
         records=read_records(eval_dir / EPISODES),
         metrics=metrics,
-        dataset_dir=_existing(dataset and Path(dataset), results / "dataset"),
-        predictions=_existing(
-            predictions and Path(predictions),
-            results / "runs" / eval_dir.name / "trajectories.jsonl",
-        ),
+        dataset_dir=_existing(dataset, results / "dataset"),
+        predictions=_existing(predictions, results / "runs" / eval_dir.name / "trajectories.jsonl"),
     )
 
 

@@ -35,9 +35,9 @@ from matplotlib.patches import Circle
 from condvln.dataset.vlnce import SPLITS
 from condvln.errors import ConfigError, FormatError
 from condvln.frames import heading_vector, quaternion_to_yaw
-from condvln.io import atomic_write_bytes, read_json
+from condvln.io import atomic_write_bytes, read_json, resolve_path
 from condvln.nav.geodesic import GridNavigator, Navigator
-from condvln.nav.render import draw_scene, figure_size, finish_axes
+from condvln.nav.render import PLAIN_TEXT, draw_scene, figure_size, finish_axes
 from condvln.program.ast import Condition, Exists, Go, If, Ref, Step, iter_ifs, program_from_dict
 from condvln.report.labels import Label, Placed, marker_box, place_labels
 from condvln.scene.model import Scene
@@ -475,6 +475,7 @@ LEGEND = (
 )
 
 
+@plt.rc_context(PLAIN_TEXT)
 def episode_plot(
     scene: Scene,
     navigator: Navigator,
@@ -521,6 +522,7 @@ def episode_plot(
     return fig, placed
 
 
+@plt.rc_context(PLAIN_TEXT)
 def draw_episode(
     scene: Scene,
     navigator: Navigator,
@@ -557,8 +559,8 @@ def _metadata(form: str) -> dict[str, Any]:
 
 def scene_file(dataset_dir: Path, scene_id: str) -> Path:
     """The scene file of an episode, refusing any path that leaves the dataset folder."""
-    root = dataset_dir.resolve()
-    path = (root / scene_id).resolve()
+    root = resolve_path(dataset_dir, field="scene_id", record=scene_id)
+    path = resolve_path(root / scene_id, field="scene_id", record=scene_id)
     if not path.is_relative_to(root):
         raise FormatError("scene path leaves the dataset folder", field="scene_id", record=scene_id)
     return path
@@ -656,6 +658,7 @@ def map_extent(navigator: Navigator) -> tuple[float, float, float, float]:
     return (min(xs), min(zs), max(max(xs) - min(xs), 1.0), max(max(zs) - min(zs), 1.0))
 
 
+@plt.rc_context(PLAIN_TEXT)
 def scene_background(
     navigator: Navigator, *, pixels_per_metre: float = 80.0
 ) -> tuple[bytes, tuple[float, float, float, float]]:

@@ -27,7 +27,7 @@ import numpy as np
 from matplotlib.colors import to_rgb
 
 from condvln.nav import GridNavigator
-from condvln.nav.render import room_colour
+from condvln.nav.render import PLAIN_TEXT, room_colour
 from condvln.sim.protocol import CameraConfig, ObservationProtocol
 from condvln.sim.render import Renderer
 
@@ -85,6 +85,7 @@ def _line(image: np.ndarray, a: tuple[int, int], b: tuple[int, int], colour: np.
             image[rows + dr, cols + dc] = colour
 
 
+@plt.rc_context(PLAIN_TEXT)
 def caption_image(text: str, width: int) -> np.ndarray:
     """The instruction wrapped to ``width`` pixels (uint8 rows × width × 3, black on white)."""
     chars = max(width // 7, 20)

@@ -163,19 +163,27 @@ def read_npz_member(data: bytes, member: str = OUTPUT_MEMBER) -> Any:
 # --- records -------------------------------------------------------------------------------------
 
 
+def _shown(value: Any) -> str:
+    """``repr(value)``, cut short; a pickled int too long to print is described instead."""
+    try:
+        return repr(value)[:160]
+    except ValueError:  # Python refuses to print ints of more than 4,300 digits
+        return "a value too large to print"
+
+
 def _vec3(value: Any, record: str, field: str) -> Vec3:
     """Three finite numbers from a list, tuple or numpy array."""
     try:
         numbers = [float(v) for v in np.asarray(value, dtype=np.float64).reshape(-1)]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # a pickled int beyond the float range
         numbers = []
     if len(numbers) != 3 or not all(math.isfinite(v) for v in numbers):
         raise SceneFormatError(
-            f"must be 3 finite numbers, got {value!r}"[:200], record=record, field=field
+            f"must be 3 finite numbers, got {_shown(value)}", record=record, field=field
         )
     if any(abs(v) > LIMITS.max_coordinate for v in numbers):
         raise SceneFormatError(
-            f"must be within ±{LIMITS.max_coordinate:g}, got {value!r}"[:200],
+            f"must be within ±{LIMITS.max_coordinate:g}, got {_shown(value)}",
             record=record,
             field=field,
         )
@@ -187,7 +195,7 @@ def _text(value: Any, record: str, field: str) -> str:
         value = value.item()
     if not isinstance(value, str) or not value.strip():
         raise SceneFormatError(
-            f"must be a non-empty string, got {value!r}", record=record, field=field
+            f"must be a non-empty string, got {_shown(value)}", record=record, field=field
         )
     return value
 
@@ -201,11 +209,17 @@ def _records(layer: Any, kind: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
     else:
         raise SceneFormatError(f"must be a dict or list, got {type(layer).__name__}", field=kind)
     for key, record in items:
+        if isinstance(key, int) and not _small_int(key):
+            raise SceneFormatError(f"id must fit in 64 bits, got {_shown(key)}", field=kind)
         if not isinstance(record, Mapping):
             raise SceneFormatError(
-                f"must be a dict, got {type(record).__name__}", record=f"{kind} {key!r}"
+                f"must be a dict, got {type(record).__name__}", record=f"{kind} {_shown(key)}"
             )
         yield str(key), record
+
+
+def _small_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and -(2**63) <= int(value) < 2**63
 
 
 def _room_box(record: Mapping[str, Any], name: str) -> AABB:
@@ -259,7 +273,7 @@ def _parent_room(record: Mapping[str, Any]) -> str | None:
     value = record.get("parent_room")
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value.item()
-    if value is None or isinstance(value, bool) or not isinstance(value, int | np.integer):
+    if value is None or isinstance(value, bool) or not _small_int(value):
         return None
     return str(int(value))
 

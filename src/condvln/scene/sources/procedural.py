@@ -32,7 +32,7 @@ True
 >>> load("-1")
 Traceback (most recent call last):
 ...
-condvln.errors.ConfigError: procedural: the seed must be a non-negative integer, got '-1'
+condvln.errors.ConfigError: procedural: the seed must be a non-negative integer below 2**63, got '-1'
 """
 
 from __future__ import annotations
@@ -988,7 +988,8 @@ def _furnished_rooms(
     return rooms
 
 
-_SEED = re.compile(r"\d+")
+_SEED = re.compile(r"[0-9]{1,19}")
+"""A seed as text: decimal digits, at most 19 (every seed is below 2**63)."""
 
 
 def load(reference: str, **options: Any) -> Scene:
@@ -1002,8 +1003,11 @@ def load(reference: str, **options: Any) -> Scene:
         ConfigError: On a seed that is not a non-negative integer or an unknown / bad option.
     """
     text = str(reference).strip()
-    if not _SEED.fullmatch(text):
-        raise ConfigError(f"procedural: the seed must be a non-negative integer, got {reference!r}")
+    if not _SEED.fullmatch(text) or int(text) >= 2**63:
+        shown = text if len(text) <= 40 else f"{text[:20]}… ({len(text)} characters)"
+        raise ConfigError(
+            f"procedural: the seed must be a non-negative integer below 2**63, got {shown!r}"
+        )
     unknown = sorted(set(options) - {"n_rooms"})
     if unknown:
         raise ConfigError(f"procedural: unknown option(s) {', '.join(unknown)} (known: n_rooms)")
