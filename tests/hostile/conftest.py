@@ -836,8 +836,10 @@ def prediction_cases() -> list[Case]:
                 "val_unseen",
             ]
 
+        # a folder is read as a `condvln run` folder (issue 30): one without trajectories is refused
+        needle = "not a run folder" if name == "directory" else FILE_HOSTILES[name][1]
         cases.append(Case(f"evaluate-pred-{name}", "predictions", prepare_file,
-                          ("p.jsonl", FILE_HOSTILES[name][1]), outputs=("eval",)))  # fmt: skip
+                          ("p.jsonl", needle), outputs=("eval",)))  # fmt: skip
     return cases
 
 
@@ -1758,7 +1760,8 @@ def _info(**fields: Any) -> dict[str, bytes | None]:
 
 
 SERVER_CASES: dict[str, tuple[dict[str, bytes | None], int, tuple[str, ...]]] = {
-    # name: (answers, exit code, needles) — 2: the agent cannot start; 0: the episode fails
+    # name: (answers, exit code, needles) — 2: the agent cannot start; 3: the episode fails
+    # (issue 30); 0: the episode runs
     "info-html": (_with(info=_http(200, b"<html>hi</html>")), 2, ("GET /info", "malformed")),
     "info-list": (_with(info=_http(200, b"[1, 2]")), 2, ("GET /info",)),
     "info-deep": (_with(info=_http(200, b"[" * 5000 + b"]" * 5000)), 2, ("GET /info",)),
@@ -1776,20 +1779,20 @@ SERVER_CASES: dict[str, tuple[dict[str, bytes | None], int, tuple[str, ...]]] = 
     "info-batch-text": (_info(max_batch_size="many"), 2, ("failed to start", "'many'")),
     "info-source": (_info(instruction_source="labels"), 2, ("instruction_source",)),
     "info-name-markup": (_info(name="<script>[/]$x^$"), 0, ("1 episodes run",)),
-    "reset-500": (_with(reset=_http(500, b'{"error": "no"}')), 0, ("agent failures: 1 agent_error",)),
-    "reset-not-json": (_with(reset=_http(200, b"ok")), 0, ("agent failures: 1 agent_error",)),
-    "reset-closes": (_with(reset=None), 0, ("agent failures: 1 agent_error",)),
-    "act-nan": (_with(act=_http(200, b'{"actions": [NaN]}')), 0, ("agent failures: 1 agent_error",)),
-    "act-huge-int": (_with(act=_http(200, b'{"actions": [1' + b"0" * 400 + b"]}")), 0, ("agent failures: 1",)),
-    "act-deep": (_with(act=_http(200, b'{"actions": ' + b"[" * 3000 + b"]" * 3000 + b"}")), 0, ("agent failures: 1",)),
-    "act-null": (_with(act=_http(200, b'{"actions": null}')), 0, ("agent failures: 1",)),
-    "act-object": (_with(act=_http(200, b'{"actions": {"0": 1}}')), 0, ("agent failures: 1",)),
-    "act-text-action": (_with(act=_http(200, b'{"actions": ["1"]}')), 0, ("agent failures: 1 invalid_action",)),
-    "act-bool-action": (_with(act=_http(200, b'{"actions": [true]}')), 0, ("agent failures: 1 invalid_action",)),
-    "act-float-action": (_with(act=_http(200, b'{"actions": [1.0]}')), 0, ("agent failures: 1 invalid_action",)),
-    "act-closes": (_with(act=None), 0, ("agent failures: 1 agent_error",)),
-    "act-short-body": (_with(act=_http(200, b'{"actions": [0', "Connection: close", length=60)), 0, ("agent failures: 1 agent_error",)),
-    "act-error-markup": (_with(act=_http(500, b'{"error": "[/] <b>$x^$\\n second"}')), 0, ("agent failures: 1 agent_error",)),
+    "reset-500": (_with(reset=_http(500, b'{"error": "no"}')), 3, ("agent failures: 1 agent_error",)),
+    "reset-not-json": (_with(reset=_http(200, b"ok")), 3, ("agent failures: 1 agent_error",)),
+    "reset-closes": (_with(reset=None), 3, ("agent failures: 1 agent_error",)),
+    "act-nan": (_with(act=_http(200, b'{"actions": [NaN]}')), 3, ("agent failures: 1 agent_error",)),
+    "act-huge-int": (_with(act=_http(200, b'{"actions": [1' + b"0" * 400 + b"]}")), 3, ("agent failures: 1",)),
+    "act-deep": (_with(act=_http(200, b'{"actions": ' + b"[" * 3000 + b"]" * 3000 + b"}")), 3, ("agent failures: 1",)),
+    "act-null": (_with(act=_http(200, b'{"actions": null}')), 3, ("agent failures: 1",)),
+    "act-object": (_with(act=_http(200, b'{"actions": {"0": 1}}')), 3, ("agent failures: 1",)),
+    "act-text-action": (_with(act=_http(200, b'{"actions": ["1"]}')), 3, ("agent failures: 1 invalid_action",)),
+    "act-bool-action": (_with(act=_http(200, b'{"actions": [true]}')), 3, ("agent failures: 1 invalid_action",)),
+    "act-float-action": (_with(act=_http(200, b'{"actions": [1.0]}')), 3, ("agent failures: 1 invalid_action",)),
+    "act-closes": (_with(act=None), 3, ("agent failures: 1 agent_error",)),
+    "act-short-body": (_with(act=_http(200, b'{"actions": [0', "Connection: close", length=60)), 3, ("agent failures: 1 agent_error",)),
+    "act-error-markup": (_with(act=_http(500, b'{"error": "[/] <b>$x^$\\n second"}')), 3, ("agent failures: 1 agent_error",)),
 }  # fmt: skip
 """Agent servers that answer wrongly (no silent or byte-at-a-time ones: deadlines are #29.2)."""
 

@@ -475,6 +475,19 @@ LEGEND = (
 )
 
 
+def caption_columns(options: FigureOptions) -> int:
+    """Characters per caption line: 125, fewer on a narrow ``--size`` (about 11 per inch at
+    9 pt). The caption is wrapped here, not by matplotlib: its ``wrap=True`` measures lines as
+    mathtext whatever ``parse_math`` says, so a caption with two ``$`` would fail to draw.
+
+    >>> caption_columns(FigureOptions()), caption_columns(FigureOptions(size=(8.0, 6.0)))
+    (125, 88)
+    """
+    if options.size is None:
+        return 125
+    return max(20, min(125, int(options.size[0] * 11)))
+
+
 @plt.rc_context(PLAIN_TEXT)
 def episode_plot(
     scene: Scene,
@@ -491,7 +504,9 @@ def episode_plot(
         x0, x1, z0, z1 = crop
         scale = 11.0 / max(x1 - x0, z1 - z0)
         width, height = max((x1 - x0) * scale, 4.0) + 1.0, max((z1 - z0) * scale, 4.0) + 0.6
-    lines_text = [w for line in caption(figure, path) for w in textwrap.wrap(line, 125)]
+    lines_text = [
+        w for line in caption(figure, path) for w in textwrap.wrap(line, caption_columns(options))
+    ]
     text_height = 0.7 + 0.19 * len(lines_text)
     size = options.size or (width, height + text_height)
     fig = plt.figure(figsize=size, dpi=options.dpi, layout="constrained")
@@ -508,8 +523,7 @@ def episode_plot(
         text_ax.axis("off")
         text_ax.legend(handles=LEGEND, loc="upper center", ncol=5, fontsize=8, frameon=False)
         text_ax.text(0.0, 0.62, "\n".join(lines_text), va="top", ha="left", fontsize=9,
-                     transform=text_ax.transAxes, linespacing=1.35, wrap=True,
-                     parse_math=False)  # fmt: skip
+                     transform=text_ax.transAxes, linespacing=1.35, parse_math=False)  # fmt: skip
         fig.canvas.draw()  # run the layout (twice: aspect-locked axes move), then keep it
         fig.canvas.draw()
         fig.set_layout_engine("none")
