@@ -87,6 +87,10 @@ class GenerateConfig(BaseModel):
         return hashlib.sha256(canonical).hexdigest()[:16]
 
 
+Record = tuple[dict[str, Any], dict[str, Any], Instance]
+"""One episode: the VLN-CE record, its ``_gt`` entry and the instance it was built from."""
+
+
 @dataclass(frozen=True)
 class SceneEpisodes:
     """Phase-2 output of one scene."""
@@ -95,7 +99,7 @@ class SceneEpisodes:
     scene_json: bytes
     habitat_scene_id: str
     assets: dict[str, bytes]
-    records: list[tuple[dict[str, Any], dict[str, Any], Instance]]
+    records: list[Record]
     rejections: Counter[str]
 
 
@@ -142,10 +146,21 @@ def _episodes_for_scene(
             rejections[exc.reason] += 1
             continue
         records.append((episode, gt, inst))
+    records = _whole_pairs(records, rejections)
     assets = composed_scene_files(scene, file_name) if habitat.composed else {}
     return SceneEpisodes(
         file_name, scene_to_json(scene), habitat.scene_id, assets, records, rejections
     )
+
+
+def _whole_pairs(records: list[Record], rejections: Counter[str]) -> list[Record]:
+    """Drop a counterfactual pair member whose sibling the episode stage rejected (counted as
+    ``pair_sibling_rejected``): a pair is scored as a whole or not at all."""
+    counts = Counter(inst.pair_id for _, _, inst in records if inst.pair_id)
+    whole = [r for r in records if not r[2].pair_id or counts[r[2].pair_id] == 2]
+    if len(whole) < len(records):
+        rejections["pair_sibling_rejected"] += len(records) - len(whole)
+    return whole
 
 
 def _assign_splits(n_scenes: int, config: GenerateConfig) -> dict[int, str]:
