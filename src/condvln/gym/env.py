@@ -47,8 +47,8 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from condvln.agents.base import EpisodeView
 from condvln.agents.run import EpisodeSpec, episode_seeds, episode_specs
+from condvln.agents.runner.episodes import episode_view
 from condvln.dataset.vlnce import load_split
 from condvln.errors import ConfigError
 from condvln.evaluation.evaluate import SceneGeodesic, load_split_episodes, score_prediction
@@ -174,7 +174,7 @@ class CondVLNEnv(gymnasium.Env):
         self._progress = self._gold.reset(spec.start_position)
         self._frames = None
         info = self._info() | {
-            "episode": self._episode_view(spec, sim, agent_seed),
+            "episode": episode_view(spec, sim, agent_seed),
             "instruction_tokens": spec.instruction_tokens,
         }
         self._observation = obs
@@ -192,20 +192,6 @@ class CondVLNEnv(gymnasium.Env):
             [*targets, goal["position"]],
             radius,
             lambda points, target: geodesic.distances(points, target, radius),
-        )
-
-    def _episode_view(self, spec: EpisodeSpec, sim: Simulator, agent_seed: int) -> EpisodeView:
-        return EpisodeView(
-            episode_id=spec.episode_id,
-            scene_id=spec.scene_id,
-            instruction=spec.instruction,
-            step_budget=spec.step_budget,
-            protocol=self.protocol,
-            map=sim.map_view() if self.protocol.map_access else None,
-            seed=agent_seed,
-            semantics=sim.semantic_table() if "semantic" in self.protocol.sensors else None,
-            instruction_tokens=spec.instruction_tokens,
-            trajectory_id=spec.trajectory_id,
         )
 
     def _info(self) -> dict[str, Any]:

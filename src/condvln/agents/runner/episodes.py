@@ -15,11 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from condvln.agents.base import EpisodeView
 from condvln.dataset.schema import load_checked_split
 from condvln.dataset.vlnce import encode, load_scene_index, scene_json_path, split_path
 from condvln.errors import ConfigError, ValidationError
 from condvln.frames import quaternion_to_yaw
-from condvln.sim.simulator import DEFAULT_BUDGET
+from condvln.sim.simulator import DEFAULT_BUDGET, Simulator
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,23 @@ def episode_seeds(seed: int, episode_id: int | str) -> tuple[int, int]:
     key = episode_id if isinstance(episode_id, int) else zlib.crc32(str(episode_id).encode())
     perception, agent = np.random.SeedSequence([seed, key]).generate_state(2)
     return int(perception), int(agent)
+
+
+def episode_view(spec: EpisodeSpec, sim: Simulator, agent_seed: int) -> EpisodeView:
+    """What the agent is told at ``reset``: the spec's public part and, as the simulator's
+    protocol allows, the navigable map and the semantic table."""
+    return EpisodeView(
+        episode_id=spec.episode_id,
+        scene_id=spec.scene_id,
+        instruction=spec.instruction,
+        step_budget=spec.step_budget,
+        protocol=sim.protocol,
+        map=sim.map_view() if sim.protocol.map_access else None,
+        seed=agent_seed,
+        semantics=sim.semantic_table() if "semantic" in sim.protocol.sensors else None,
+        instruction_tokens=spec.instruction_tokens,
+        trajectory_id=spec.trajectory_id,
+    )
 
 
 def episode_specs(

@@ -20,13 +20,12 @@ from typing import Any
 import orjson
 
 from condvln.agents.base import (
-    EpisodeView,
     is_batched,
     observation_format,
     prepare,
 )
 from condvln.agents.loader import load_agent
-from condvln.agents.runner.episodes import EpisodeSpec, episode_seeds
+from condvln.agents.runner.episodes import EpisodeSpec, episode_seeds, episode_view
 from condvln.agents.runner.faults import AgentFault, call_agent, valid_action
 from condvln.errors import FormatError
 from condvln.nav import GridNavigator
@@ -118,18 +117,7 @@ class EpisodeWorker:
             seed=perception_seed,
         )
         episode = _Episode(spec, sim, obs)
-        view = EpisodeView(
-            episode_id=spec.episode_id,
-            scene_id=spec.scene_id,
-            instruction=spec.instruction,
-            step_budget=spec.step_budget,
-            protocol=sim.protocol,
-            map=sim.map_view() if sim.protocol.map_access else None,
-            seed=agent_seed,
-            semantics=sim.semantic_table() if "semantic" in sim.protocol.sensors else None,
-            instruction_tokens=spec.instruction_tokens,
-            trajectory_id=spec.trajectory_id,
-        )
+        view = episode_view(spec, sim, agent_seed)
         call_agent("reset", self.agent.reset, view, timeout=self.config.step_timeout)
         return episode
 
