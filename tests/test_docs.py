@@ -16,6 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer
+
+from condvln.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -68,3 +71,8 @@ def test_the_readme_is_short_and_links_to_every_page() -> None:
     linked = set(re.findall(r"\]\((docs/[\w/]+\.md)\)", readme))
     pages = {str(p.relative_to(ROOT)) for p in DOCS.glob("*.md")} | {"docs/api/index.md"}
     assert linked == pages
+
+
+def test_the_commands_page_lists_every_command() -> None:
+    table = re.findall(r"^\| `([\w-]+)` \|", (DOCS / "cli.md").read_text(), flags=re.M)
+    assert sorted(table) == sorted(typer.main.get_command(app).commands)

@@ -244,6 +244,7 @@ PLANS: dict[tuple[str, int], Plan] = {
             ),
         ),
     ),
+    ("Commands", 0): Plan(),
     ("Scene sources", 0): Plan(("procthor",)),
     ("Generating a dataset", 0): Plan(
         ("procthor",),
