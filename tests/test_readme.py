@@ -3,10 +3,10 @@ with the substitutions below.
 
 Blocks are named by their section: the nearest heading (``#``, ``##`` or ``###``) above them in
 their page, so a section moves between the README and a page without renaming its plan, and a
-section holding blocks exists once over all pages. Each ```bash block runs as one ``bash -e`` script in a fresh folder holding what it names
-(``data/condvln``, ``my_agent.py``, a run folder, a benchmark results folder, …), with the
-test's own environment first on ``PATH`` (its ``condvln``, ``python``, ``pip``, ``ruff``,
-``pytest``). Blocks that would take hours or need what a test machine lacks run with the
+section holding blocks exists once over all pages. Each ```bash block runs as one ``bash -e``
+script in a fresh folder holding what it names (``data/condvln``, ``my_agent.py``, a run
+folder, a benchmark results folder, …), with the test's own environment first on ``PATH`` (its
+``condvln``, ``python``, ``pip``, ``ruff``, ``pytest``). Blocks that would take hours or need what a test machine lacks run with the
 documented substitutions of :data:`PLANS` — each is a plain text replacement in the block,
 listed with its reason; the rest of the block runs unchanged. ``test_every_block_has_a_plan``
 fails when a block is added without one, and each plan's substitutions must all apply. The other
