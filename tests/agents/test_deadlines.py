@@ -25,6 +25,7 @@ import pytest
 from condvln.agents.base import DEFAULT_STEP_TIMEOUT, AgentTimeout, EpisodeView
 from condvln.agents.remote import RemoteAgent
 from condvln.agents.run import read_trajectories
+from condvln.agents.runner.faults import AgentFault, call_agent
 from condvln.agents.runner.options import RunOptions
 from condvln.errors import ConfigError
 from condvln.sim import ObservationProtocol
@@ -260,3 +261,18 @@ def test_the_watchdog_is_disarmed_after_each_call(dataset: Path, tmp_path: Path)
 
     summary = run_agent(SLEEPER, dataset, "train", tmp_path, limit=2, step_timeout=5)
     assert summary.failures == {} and _alarm_is_free()
+
+
+def test_an_enclosing_interval_timer_survives_agent_calls() -> None:
+    """A caller's own SIGALRM time limit is rearmed after each watched call, never dropped."""
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda *args: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 100.0)
+        with pytest.raises(AgentFault, match=r"act: no answer within the step timeout of 0\.2 s"):
+            call_agent("act", time.sleep, 30.0, timeout=0.2)
+        assert call_agent("act", len, [1, 2], timeout=60.0) == 2
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] < 100.0 and not fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, previous)
