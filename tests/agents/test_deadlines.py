@@ -252,20 +252,22 @@ def test_a_bad_step_timeout_is_one_line(dataset: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()
 
 
-def _alarm_is_free() -> bool:
-    return signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
-
-
-def test_the_watchdog_is_disarmed_after_each_call(dataset: Path, tmp_path: Path) -> None:
+def test_the_watchdog_leaves_the_alarm_as_it_found_it(dataset: Path, tmp_path: Path) -> None:
+    """After a run, SIGALRM has its old handler and the interval timer is the caller's again
+    (none, or pytest-timeout's own, with no more time left than before)."""
     from condvln.agents import run_agent
 
+    handler, before = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)[0]
     summary = run_agent(SLEEPER, dataset, "train", tmp_path, limit=2, step_timeout=5)
-    assert summary.failures == {} and _alarm_is_free()
+    after = signal.getitimer(signal.ITIMER_REAL)[0]
+    assert summary.failures == {} and signal.getsignal(signal.SIGALRM) is handler
+    assert after == before == 0.0 or 5.0 < after <= before
 
 
 def test_an_enclosing_interval_timer_survives_agent_calls() -> None:
     """A caller's own SIGALRM time limit is rearmed after each watched call, never dropped."""
     fired: list[int] = []
+    outer = signal.getitimer(signal.ITIMER_REAL)[0]  # pytest-timeout's, when it runs
     previous = signal.signal(signal.SIGALRM, lambda *args: fired.append(1))
     try:
         signal.setitimer(signal.ITIMER_REAL, 100.0)
@@ -274,5 +276,5 @@ def test_an_enclosing_interval_timer_survives_agent_calls() -> None:
         assert call_agent("act", len, [1, 2], timeout=60.0) == 2
         assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] < 100.0 and not fired
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.setitimer(signal.ITIMER_REAL, outer)
         signal.signal(signal.SIGALRM, previous)
