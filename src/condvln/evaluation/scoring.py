@@ -93,7 +93,7 @@ def _fidelity(
     if ref is None:
         return dict.fromkeys(_FIDELITY_KEYS)
     threshold = o.fidelity_threshold
-    if isinstance(space, ContinuousSpace):  # Euclidean: one pass, no cost matrix
+    if type(space).pairwise is ContinuousSpace.pairwise:  # Euclidean: one pass, no matrix
         dtw_value, nearest = euclidean_alignment(ref, traj, dedup=o.dedup)
     else:
         cost = space.pairwise(ref, traj)
