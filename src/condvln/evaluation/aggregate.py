@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import binomtest
@@ -104,10 +105,19 @@ def _resampled_sums(matrix: np.ndarray, rng: np.random.Generator, n_resamples: i
     sums = []
     for start in range(0, n_resamples, rows):
         b = min(rows, n_resamples - start)
-        idx = rng.integers(0, n, size=(b, n)) + (np.arange(b) * n)[:, None]
-        counts = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n)
-        sums.append(counts.astype(np.float64) @ matrix)
+        sums.append(_draw_counts(rng.integers(0, n, size=(b, n))) @ matrix)
     return np.vstack(sums)
+
+
+@numba.njit(cache=True, nogil=True)
+def _draw_counts(draws: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """How often each episode is drawn in each resample: ``(b, n)`` draws → ``(b, n)`` counts."""
+    b, n = draws.shape
+    counts = np.zeros((b, n))
+    for r in range(b):
+        for i in range(n):
+            counts[r, draws[r, i]] += 1.0
+    return counts
 
 
 def _bootstrap(

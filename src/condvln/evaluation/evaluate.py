@@ -63,6 +63,7 @@ from typing import Any
 
 import numpy as np
 import orjson
+from numpy.typing import NDArray
 from rich.console import Group, RenderableType
 from rich.text import Text
 
@@ -166,6 +167,10 @@ class SceneGeodesic:
         scene = scene if isinstance(scene, Scene) else load_scene(scene)
         self.navigator = ExactNavigator(scene, config=NAV_CONFIG)
         self._fields: dict[tuple[float, ...], ExactField] = {}
+        self._rows: dict[bytes, int] = {}  # target bytes -> row of the tables below
+        polygon = self.navigator.polygon
+        self._vertex_table = np.empty((0, polygon.reflex.size))  # each field's vertex distances
+        self._goal_table = np.empty((0, 3))  # each field's (snapped) goal
 
     def field(self, target: FloatArray) -> ExactField:
         """The exact field of ``target`` (solved once; :class:`Unreachable` if off-map)."""
@@ -201,12 +206,12 @@ class SceneGeodesic:
         unique, inverse = np.ascontiguousarray(points[moved]), np.cumsum(moved) - 1
         polygon = self.navigator.polygon
         snapped, ok = polygon.locate(unique[:, [0, 2]], NAV_CONFIG.max_snap)
-        fields = [self.field(t) for t in targets]
+        index = self._table_rows(np.asarray(targets, dtype=np.float64))
         out = metric_rows(
             *polygon.kernel_args,
             polygon.corners,
-            np.stack([f.vertex_distance for f in fields]),
-            np.array([f.goal for f in fields], dtype=np.float64).reshape(-1, 3),
+            self._vertex_table[index],
+            self._goal_table[index],
             unique,
             np.ascontiguousarray(snapped),
             ok,
@@ -215,6 +220,19 @@ class SceneGeodesic:
             float(np.nextafter(radius, np.inf)),
         )
         return out[:, inverse]
+
+    def _table_rows(self, targets: FloatArray) -> NDArray[np.int64]:
+        """The rows of ``targets``' fields in the vertex and goal tables (solved once each)."""
+        index = np.empty(len(targets), dtype=np.int64)
+        for i, target in enumerate(targets):
+            row = self._rows.get(target.tobytes())
+            if row is None:
+                field = self.field(target)
+                row = self._rows[target.tobytes()] = len(self._goal_table)
+                self._vertex_table = np.vstack([self._vertex_table, field.vertex_distance])
+                self._goal_table = np.vstack([self._goal_table, field.goal])
+            index[i] = row
+        return index
 
 
 def sha256_file(path: Path) -> str:

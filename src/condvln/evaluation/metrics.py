@@ -289,7 +289,26 @@ def cls(
     (0.6318, 0.6792, 0.4291)
     """
     nearest = np.min(np.asarray(cost, dtype=np.float64), axis=1)
-    coverage = float(np.mean(np.exp(-nearest / threshold)))
+    return cls_from_nearest(
+        nearest, reference_length, trajectory_length, threshold, undefined_as_none=undefined_as_none
+    )
+
+
+def cls_from_nearest(
+    nearest: ArrayLike,
+    reference_length: float,
+    trajectory_length: float,
+    threshold: float,
+    *,
+    undefined_as_none: bool = False,
+) -> ClsResult:
+    """:func:`cls` from ``nearest[k] = min_p d(r_k, p)``, the cost matrix's row minima.
+
+    >>> round(cls_from_nearest([0.0, 4.0, 4.0, 0.0], 12.0, 4.0, 3.0).cls, 4)
+    0.4291
+    """
+    nearest = np.asarray(nearest, dtype=np.float64)
+    coverage = float(np.exp(-nearest / threshold).mean())
     expected = coverage * reference_length
     if undefined_as_none and expected == 0 and trajectory_length == 0:
         return ClsResult(coverage, None, None)

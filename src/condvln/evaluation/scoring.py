@@ -24,8 +24,8 @@ from numpy.typing import ArrayLike
 from condvln.errors import ValidationError
 from condvln.evaluation import diagnostics as diag
 from condvln.evaluation import metrics as m
-from condvln.evaluation.dtw import dedup_mask, dtw
-from condvln.evaluation.spaces import MetricSpace
+from condvln.evaluation.dtw import dedup_mask, dtw, euclidean_alignment
+from condvln.evaluation.spaces import ContinuousSpace, MetricSpace
 
 Record = dict[str, Any]
 
@@ -93,11 +93,15 @@ def _fidelity(
     if ref is None:
         return dict.fromkeys(_FIDELITY_KEYS)
     threshold = o.fidelity_threshold
-    cost = space.pairwise(ref, traj)
-    dtw_value = dtw(cost[:, dedup_mask(traj)] if o.dedup else cost)
+    if type(space).pairwise is ContinuousSpace.pairwise:  # Euclidean: one pass, no matrix
+        dtw_value, nearest = euclidean_alignment(ref, traj, dedup=o.dedup)
+    else:
+        cost = space.pairwise(ref, traj)
+        dtw_value = dtw(cost[:, dedup_mask(traj)] if o.dedup else cost)
+        nearest = cost.min(axis=1)
     ndtw_value = m.ndtw(dtw_value, len(ref), threshold)
     ref_len = m.path_length(space.step_lengths(ref))
-    c = m.cls(cost, ref_len, tl, threshold, undefined_as_none=o.undefined_as_none)
+    c = m.cls_from_nearest(nearest, ref_len, tl, threshold, undefined_as_none=o.undefined_as_none)
     return {
         "reference_path_length": ref_len,
         "dtw": dtw_value,
