@@ -55,11 +55,10 @@ def test_the_pipeline_contract_places_every_top_level_module() -> None:
     assert placed == modules
 
 
-def test_only_imports_touching_files_edited_elsewhere_are_ignored() -> None:
-    for contract in _contracts():
-        for rule in contract.get("ignore_imports", ()):
-            ends = [m.removeprefix("condvln.").replace(".", "/") for m in rule.split(" -> ")]
-            assert any(f"{end}.py".startswith(ELSEWHERE) for end in ends), rule
+def test_no_contract_ignores_an_import() -> None:
+    """Every import of ``src/`` obeys the contracts: none is waved through by ``ignore_imports``."""
+    ignored = {c["id"]: c["ignore_imports"] for c in _contracts() if c.get("ignore_imports")}
+    assert not ignored
 
 
 def _long_functions() -> list[tuple[str, int, str, int, bool]]:

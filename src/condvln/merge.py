@@ -35,7 +35,6 @@ from condvln.agents.run import (
 )
 from condvln.agents.runner.episodes import dataset_hash, id_key
 from condvln.dataset.schema import load_checked_split
-from condvln.dataset.vlnce import SPLITS, split_path
 from condvln.errors import ConfigError, FormatError
 from condvln.evaluation.evaluate import (
     _write_outputs,
@@ -53,6 +52,7 @@ from condvln.io import (
     read_json,
 )
 from condvln.parallel.shards import Shard
+from condvln.vlnce import SPLITS, split_path
 
 RUN_LOCAL_KEYS = ("shard", "episodes", "dataset", "provenance")
 """Run manifest keys that may differ between shards (dataset path and command line, git state

@@ -18,13 +18,13 @@ import pytest
 from rich.console import Console
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.dataset.vlnce import dump_gz, split_path
 from condvln.errors import ConfigError, FormatError
 from condvln.evaluation.evaluate import evaluate_run, load_split_episodes, render_summary
 from condvln.evaluation.predictions import read_predictions
 from condvln.evaluation.tables import FAILURE_CATEGORIES, table2, table3
 from condvln.nav import GridNavigator
 from condvln.scene.serialize import load_scene
+from condvln.vlnce import dump_gz, split_path
 
 SPLIT = "train"
 Episode = dict[str, Any]

@@ -68,10 +68,10 @@ def audit_command(
 
 
 def _leakage_audit(dataset: Path, split: str) -> None:
-    from condvln.dataset.vlnce import load_split
     from condvln.errors import FormatError
     from condvln.io import read_json
     from condvln.synth.audit import BRANCH_PROBES, PRIOR_PROBES, leakage_audit, violations
+    from condvln.vlnce import load_split
 
     train = load_split(dataset, "train")["episodes"]
     try:

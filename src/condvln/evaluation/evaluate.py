@@ -68,14 +68,6 @@ from rich.text import Text
 
 from condvln import __version__
 from condvln.dataset.schema import load_checked_split
-from condvln.dataset.vlnce import (
-    SPLITS,
-    available_splits,
-    load_scene_index,
-    load_split,
-    scene_json_path,
-    split_path,
-)
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants, pair_consistency
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
@@ -105,6 +97,14 @@ from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
 from condvln.scene.model import Scene
 from condvln.scene.serialize import load_scene
+from condvln.vlnce import (
+    SPLITS,
+    available_splits,
+    load_scene_index,
+    load_split,
+    scene_json_path,
+    split_path,
+)
 
 LABEL_KEYS = (
     "category",
