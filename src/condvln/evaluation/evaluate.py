@@ -704,6 +704,13 @@ def run_input(path: Path) -> tuple[Path, dict[str, Any] | None]:
     return path, manifest
 
 
+def _known_split(split: str | None) -> str | None:
+    """``split`` when it is one of :data:`SPLITS` (or ``None``: not chosen yet)."""
+    if split is not None and split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
+    return split
+
+
 def evaluate_run(
     dataset_dir: str | Path,
     predictions_path: str | Path,
@@ -740,15 +747,9 @@ def evaluate_run(
         ConfigError: unknown split, or one that cannot be told from the predicted ids.
         ValidationError: inconsistent dataset (e.g. a goal off the navigable area).
     """
-    dataset_dir, predictions_path, out_dir = (
-        Path(dataset_dir),
-        Path(predictions_path),
-        output_path(out_dir),
-    )
-    predictions_path, run_manifest = run_input(predictions_path)
-    split = split or (run_manifest or {}).get("split")
-    if split is not None and split not in SPLITS:
-        raise ConfigError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
+    dataset_dir, out_dir = Path(dataset_dir), output_path(out_dir)
+    predictions_path, run_manifest = run_input(Path(predictions_path))
+    split = _known_split(split or (run_manifest or {}).get("split"))
     predictions = read_predictions(predictions_path)
     split = split or choose_split(dataset_dir, list(predictions))
     episodes = load_split_episodes(dataset_dir, split)
@@ -765,15 +766,8 @@ def evaluate_run(
     manifest = _manifest(dataset_dir, predictions_path, split, seed, options) | {"run": name}
     if shard is not None:
         manifest["shard"] = shard.to_json(len(split_ids))
-    result = {
-        "run": name,
-        "split": split,
-        "records": records,
-        "metrics": metrics,
-        "tables": tables,
-        "manifest": manifest,
-        "out_dir": str(out_dir),
-    }
+    result: Record = {"run": name, "split": split, "records": records, "metrics": metrics}
+    result |= {"tables": tables, "manifest": manifest, "out_dir": str(out_dir)}
     with output_lock(out_dir):
         _write_outputs(out_dir, result)
     return result
