@@ -42,7 +42,8 @@ from condvln.evaluation.evaluate import (
     record_counts,
     sha256_file,
 )
-from condvln.evaluation.metrics import METRICS, MetricOptions
+from condvln.evaluation.metrics import MetricOptions
+from condvln.evaluation.specs import METRICS
 from condvln.io import (
     atomic_directory,
     atomic_write_bytes,

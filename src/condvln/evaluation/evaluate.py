@@ -7,7 +7,7 @@ episode of the split in continuous mode with :func:`~.scoring.score_episode`, ag
     episodes.jsonl    one record per dataset episode (dataset order): episode metadata
                       (episode_id, split, scene_id, category, depth, chain, composition,
                       observability, horizon, source_dataset, pair_id), every score key,
-                      off_map_positions
+                      off_map_positions, the value of every plugin metric (:mod:`.specs`)
     metrics.json      counts (episodes, missing, extra, off-map, agent failures, and the
                       summed ``agent_usage`` of agents that record one), aggregates with 95 %
                       intervals, pair consistency, invariant checks, failure categories,
@@ -80,6 +80,7 @@ from condvln.evaluation.predictions import (
 from condvln.evaluation.reference import VLNCE_STEP, fidelity_reference, gt_locations
 from condvln.evaluation.scoring import Record, invalid_episode, score_episode
 from condvln.evaluation.spaces import ContinuousSpace, FloatArray
+from condvln.evaluation.specs import EpisodeResult, plugin_scores
 from condvln.evaluation.tables import (
     FAILURE_CATEGORIES,
     NDTW_LEGEND,
@@ -396,7 +397,11 @@ def _score_one(
         "agent_fault": None if status is None else status in AGENT_FAILURES,
     } | agent_usage(trajectory)
     meta = _metadata(episode, split) | {"fidelity_reference": source}
-    return meta | score | _branch_choice(episode, score) | agent
+    record = meta | score | _branch_choice(episode, score) | agent
+    plugins = plugin_scores(EpisodeResult(score, episode, trajectory))
+    if taken := sorted(plugins.keys() & record.keys()):
+        raise ConfigError(f"metric '{taken[0]}' has the name of a key of every episode record")
+    return record | plugins
 
 
 def _branch_choice(episode: Mapping[str, Any], score: Record) -> Record:
