@@ -45,7 +45,6 @@ from typing import Any
 import numpy as np
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.dataset.vlnce import SPLITS, split_path
 from condvln.evaluation import ContinuousSpace, score_episode
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants
 from condvln.evaluation.dtw import dedup_mask, dtw
@@ -53,6 +52,7 @@ from condvln.evaluation.evaluate import SceneGeodesic
 from condvln.evaluation.spaces import pairwise_euclidean
 from condvln.nav import ExactNavigator, GridNavigator
 from condvln.scene.sources import load
+from condvln.vlnce import SPLITS, split_path
 
 RADIUS = 1.0
 D_TH = 3.0  # nDTW threshold (score_episode's default, VLN-CE's NDTW measure)

@@ -9,9 +9,9 @@ import pytest
 
 from condvln.benchmark import ITHOR_ROOMS, RunSpec, run_benchmark
 from condvln.dataset.generate import GenerateConfig
-from condvln.dataset.vlnce import load_split
 from condvln.errors import ConfigError
 from condvln.scene.sources.ithor import ithor_scene_names
+from condvln.vlnce import load_split
 
 TINY = GenerateConfig(scenes=8, per_scene=30, unseen_share=0.5, seed=1)
 RUNS = (RunSpec("random", "random"), RunSpec("oracle_linear", "oracle_linear"))

@@ -18,10 +18,10 @@ from condvln.dataset.episode import EPISODE_KEYS, TEST_EPISODE_KEYS
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.dataset.oracle import oracle_transform
 from condvln.dataset.validate import validate_dataset
-from condvln.dataset.vlnce import SPLITS, split_path
 from condvln.errors import ConfigError
 from condvln.program.ast import leaf_paths
 from condvln.program.parse import parse
+from condvln.vlnce import SPLITS, split_path
 
 CONFIG = GenerateConfig(scenes=10, per_scene=40, seed=3)
 

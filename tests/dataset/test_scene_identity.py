@@ -17,11 +17,11 @@ import pytest
 from condvln.dataset import generate as generate_module
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.dataset.validate import validate_dataset
-from condvln.dataset.vlnce import SPLITS, split_path
 from condvln.errors import ConfigError
 from condvln.scene.identity import scene_fingerprint
 from condvln.scene.serialize import load_scene, save_scene, scene_from_dict
 from condvln.scene.sources import load
+from condvln.vlnce import SPLITS, split_path
 
 
 def _read(path: Path) -> dict:

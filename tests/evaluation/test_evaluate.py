@@ -18,13 +18,16 @@ import pytest
 from rich.console import Console
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.dataset.vlnce import dump_gz, split_path
 from condvln.errors import ConfigError, FormatError
+from condvln.evaluation import specs
 from condvln.evaluation.evaluate import evaluate_run, load_split_episodes, render_summary
 from condvln.evaluation.predictions import read_predictions
+from condvln.evaluation.specs import MetricSpec
 from condvln.evaluation.tables import FAILURE_CATEGORIES, table2, table3
 from condvln.nav import GridNavigator
+from condvln.registry import Registry
 from condvln.scene.serialize import load_scene
+from condvln.vlnce import dump_gz, split_path
 
 SPLIT = "train"
 Episode = dict[str, Any]
@@ -278,6 +281,18 @@ def test_agent_that_never_moves(dataset: Path, episodes: list[Episode], tmp_path
     assert all(r["success"] == 0 and r["failure_category"] for r in result["records"])
     assert result["metrics"]["invariants"]["ok"]
     _assert_finite_outputs(tmp_path / "o")
+
+
+def test_a_plugin_metric_may_not_take_a_record_key(
+    dataset: Path, episodes: list[Episode], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry: Registry[MetricSpec] = Registry("metric")
+    registry.add("scene_id", MetricSpec("scene_id", "binary", "a clash", score=lambda r: 1))
+    monkeypatch.setattr(specs, "METRICS", registry)
+    paths = {e["episode_id"]: [e["start_position"]] * 2 for e in episodes[:2]}
+    preds = _write_jsonl(tmp_path / "p.jsonl", paths)
+    with pytest.raises(ConfigError, match=r"^metric 'scene_id' has the name of a key of every "):
+        evaluate_run(dataset, preds, tmp_path / "out", split=SPLIT)
 
 
 def test_missing_extra_and_off_map(dataset: Path, episodes: list[Episode], tmp_path: Path) -> None:

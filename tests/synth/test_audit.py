@@ -75,7 +75,7 @@ def test_bag_of_words_learns_a_word_that_names_the_branch() -> None:
 
 
 def _write_dataset(root, train, evaluation) -> None:
-    from condvln.dataset.vlnce import dump_gz, split_path
+    from condvln.vlnce import dump_gz, split_path
 
     for split, episodes in (("train", train), ("val_unseen", evaluation)):
         path = split_path(root, split)

@@ -219,7 +219,7 @@ def test_audit_command_scores_val_unseen_and_test_and_writes_the_report(tmp_path
     import orjson
 
     from condvln.dataset.generate import GenerateConfig, generate_dataset
-    from condvln.dataset.vlnce import load_split
+    from condvln.vlnce import load_split
 
     dataset = tmp_path / "dataset"
     generate_dataset(GenerateConfig(scenes=6, per_scene=20, unseen_share=0.5, seed=1), dataset)

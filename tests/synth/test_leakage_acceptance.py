@@ -16,9 +16,9 @@ import pytest
 
 from condvln.benchmark import SMALL
 from condvln.dataset.generate import generate_dataset
-from condvln.dataset.vlnce import load_split
 from condvln.program.ast import CATEGORIES
 from condvln.synth.audit import Tolerances, leakage_audit, violations
+from condvln.vlnce import load_split
 
 
 @pytest.fixture(scope="module")

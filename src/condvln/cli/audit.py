@@ -75,7 +75,7 @@ def audit_command(
 
 
 def _leakage_audit(dataset: Path, split: str, out: Path | None) -> None:
-    from condvln.dataset.vlnce import load_split
+    from condvln.vlnce import load_split
     from condvln.errors import FormatError
     from condvln.io import atomic_write_bytes, dumps_json, read_json
     from condvln.synth.audit import leakage_audit, violations
@@ -115,7 +115,7 @@ def _leakage_audit(dataset: Path, split: str, out: Path | None) -> None:
 def _evaluation_episodes(dataset: Path, splits: str) -> list[dict[str, object]]:
     """The episodes of the comma-separated ``splits``; ``test`` merged with its answers."""
     from condvln.dataset.schema import load_checked_split
-    from condvln.dataset.vlnce import load_split
+    from condvln.vlnce import load_split
 
     episodes: list[dict[str, object]] = []
     for name in (s.strip() for s in splits.split(",") if s.strip()):

@@ -6,7 +6,7 @@
   records, so adding a metric never changes another's interval;
 * ``None`` values (BSA / CSR of excluded episodes, undefined cases) are left out of the mean and
   counted in ``n_excluded``; how each metric aggregates is data in
-  :data:`~condvln.evaluation.metrics.METRICS` (kind, optional weight key).
+  :data:`~condvln.evaluation.specs.METRICS` (kind, optional weight key).
 
 >>> recs = [{"success": 1, "spl": 0.5}, {"success": 0, "spl": 0.0}, {"success": 1, "spl": 1.0}]
 >>> agg = aggregate(recs, seed=0)
@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 from scipy.stats import binomtest
 
 from condvln.errors import ConfigError
-from condvln.evaluation.metrics import METRICS, MetricSpec
+from condvln.evaluation.specs import METRICS, MetricSpec
 
 Interval = tuple[float, float]
 
@@ -353,5 +353,5 @@ def pair_consistency(
             groups[record[pair_key]].append(bool(record.get(correct_key)))
     both = [float(all(members)) for members in groups.values() if len(members) == 2]
     values: list[float | None] = [*both, *[None] * (len(groups) - len(both))]
-    spec = MetricSpec("binary", "both members of a counterfactual pair correct")
+    spec = MetricSpec("pair_consistency", "binary", "both members of a counterfactual pair correct")
     return aggregate_values("pair_consistency", values, spec=spec, confidence=confidence)

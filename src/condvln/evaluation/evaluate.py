@@ -7,7 +7,7 @@ episode of the split in continuous mode with :func:`~.scoring.score_episode`, ag
     episodes.jsonl    one record per dataset episode (dataset order): episode metadata
                       (episode_id, split, scene_id, category, depth, chain, composition,
                       observability, horizon, source_dataset, pair_id), every score key,
-                      off_map_positions
+                      off_map_positions, the value of every plugin metric (:mod:`.specs`)
     metrics.json      counts (episodes, missing, extra, off-map, agent failures, and the
                       summed ``agent_usage`` of agents that record one), aggregates with 95 %
                       intervals, pair consistency, invariant checks, failure categories,
@@ -69,14 +69,6 @@ from rich.text import Text
 
 from condvln import __version__
 from condvln.dataset.schema import load_checked_split
-from condvln.dataset.vlnce import (
-    SPLITS,
-    available_splits,
-    load_scene_index,
-    load_split,
-    scene_json_path,
-    split_path,
-)
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants, pair_consistency
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
@@ -89,6 +81,7 @@ from condvln.evaluation.predictions import (
 from condvln.evaluation.reference import VLNCE_STEP, fidelity_reference, gt_locations
 from condvln.evaluation.scoring import Record, invalid_episode, score_episode
 from condvln.evaluation.spaces import ContinuousSpace, FloatArray
+from condvln.evaluation.specs import EpisodeResult, plugin_scores
 from condvln.evaluation.tables import (
     FAILURE_CATEGORIES,
     NDTW_LEGEND,
@@ -106,6 +99,14 @@ from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
 from condvln.scene.model import Scene
 from condvln.scene.serialize import load_scene
+from condvln.vlnce import (
+    SPLITS,
+    available_splits,
+    load_scene_index,
+    load_split,
+    scene_json_path,
+    split_path,
+)
 
 LABEL_KEYS = (
     "category",
@@ -414,7 +415,11 @@ def _score_one(
         "agent_fault": None if status is None else status in AGENT_FAILURES,
     } | agent_usage(trajectory)
     meta = _metadata(episode, split) | {"fidelity_reference": source}
-    return meta | score | _branch_choice(episode, score) | agent
+    record = meta | score | _branch_choice(episode, score) | agent
+    plugins = plugin_scores(EpisodeResult(score, episode, trajectory))
+    if taken := sorted(plugins.keys() & record.keys()):
+        raise ConfigError(f"metric '{taken[0]}' has the name of a key of every episode record")
+    return record | plugins
 
 
 def _branch_choice(episode: Mapping[str, Any], score: Record) -> Record:
@@ -722,6 +727,13 @@ def run_input(path: Path) -> tuple[Path, dict[str, Any] | None]:
     return path, manifest
 
 
+def _known_split(split: str | None) -> str | None:
+    """``split`` when it is one of :data:`SPLITS` (or ``None``: not chosen yet)."""
+    if split is not None and split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
+    return split
+
+
 def evaluate_run(
     dataset_dir: str | Path,
     predictions_path: str | Path,
@@ -758,15 +770,9 @@ def evaluate_run(
         ConfigError: unknown split, or one that cannot be told from the predicted ids.
         ValidationError: inconsistent dataset (e.g. a goal off the navigable area).
     """
-    dataset_dir, predictions_path, out_dir = (
-        Path(dataset_dir),
-        Path(predictions_path),
-        output_path(out_dir),
-    )
-    predictions_path, run_manifest = run_input(predictions_path)
-    split = split or (run_manifest or {}).get("split")
-    if split is not None and split not in SPLITS:
-        raise ConfigError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
+    dataset_dir, out_dir = Path(dataset_dir), output_path(out_dir)
+    predictions_path, run_manifest = run_input(Path(predictions_path))
+    split = _known_split(split or (run_manifest or {}).get("split"))
     predictions = read_predictions(predictions_path)
     split = split or choose_split(dataset_dir, list(predictions))
     episodes = load_split_episodes(dataset_dir, split)
@@ -783,15 +789,8 @@ def evaluate_run(
     manifest = _manifest(dataset_dir, predictions_path, split, seed, options) | {"run": name}
     if shard is not None:
         manifest["shard"] = shard.to_json(len(split_ids))
-    result = {
-        "run": name,
-        "split": split,
-        "records": records,
-        "metrics": metrics,
-        "tables": tables,
-        "manifest": manifest,
-        "out_dir": str(out_dir),
-    }
+    result: Record = {"run": name, "split": split, "records": records, "metrics": metrics}
+    result |= {"tables": tables, "manifest": manifest, "out_dir": str(out_dir)}
     with output_lock(out_dir):
         _write_outputs(out_dir, result)
     return result

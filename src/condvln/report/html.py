@@ -40,7 +40,7 @@ from markupsafe import Markup
 
 from condvln import __version__
 from condvln.errors import ConfigError, FormatError
-from condvln.evaluation.metrics import METRICS
+from condvln.evaluation.specs import METRICS
 from condvln.evaluation.tables import ResultTable, table2, table3
 from condvln.io import atomic_write_bytes, read_json
 from condvln.report import plots
