@@ -75,10 +75,10 @@ def audit_command(
 
 
 def _leakage_audit(dataset: Path, split: str, out: Path | None) -> None:
-    from condvln.vlnce import load_split
     from condvln.errors import FormatError
     from condvln.io import atomic_write_bytes, dumps_json, read_json
     from condvln.synth.audit import leakage_audit, violations
+    from condvln.vlnce import load_split
 
     train = load_split(dataset, "train")["episodes"]
     try:
