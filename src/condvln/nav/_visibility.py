@@ -538,7 +538,7 @@ def _point_distance(
 
 
 @numba.njit(cache=True, nogil=True)
-def metric_rows(
+def metric_rows(  # long: one compiled kernel over the query arrays; helpers would cost a call per query
     xy: np.ndarray,
     prev: np.ndarray,
     nxt: np.ndarray,
