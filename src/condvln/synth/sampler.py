@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -101,6 +102,8 @@ class Instance:
     pair_id: str | None = None
     leaf_rooms: tuple[str, ...] = ()
     start_room: str | None = None
+    payload: Any = field(default=None, compare=False, repr=False)
+    """What a vetting stage attached before balancing (the dataset's episode record)."""
 
 
 class Rejected(Exception):
