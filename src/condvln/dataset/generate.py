@@ -30,6 +30,7 @@ from condvln.dataset.episode import (
     TEST_EPISODE_KEYS,
     TURN_ALLOWANCE,
     build_episode,
+    path_length,
 )
 from condvln.dataset.vlnce import SCENE_INDEX, SPLITS, build_vocab, dump_gz, encode, split_path
 from condvln.errors import ConfigError
@@ -157,7 +158,8 @@ def vet_instances(
         except Rejected as exc:
             rejections[exc.reason] += 1
             continue
-        built.append(dataclasses.replace(inst, payload=record))
+        length = path_length(record[0]["reference_path"])
+        built.append(dataclasses.replace(inst, payload=record, gold_length=length))
     return _whole_pairs(built, rejections), rejections
 
 

@@ -12,7 +12,7 @@ import hashlib
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -281,9 +281,9 @@ def run_synthesis(
         seed, 0, 0, per_scene, counterfactual_share, relation_config, radii, None, vet=vet,
     )  # fmt: skip
     run = _Run(scenes, labels, per_scene_groups, template, workers, train)
-    run.sample(per_scene, 0, on_scene_done)
+    run.sample(dict.fromkeys(labels, per_scene), 0, on_scene_done)
     run.rebalance()
-    run.top_up(MIN_YIELD * per_scene * len(scenes))
+    run.top_up(per_scene)
     if len(scenes) >= MIN_SCENES_FOR_GROUPS:
         run.restore_categories()
     run.rejections["balancing"] += len(run.gathered) - len(run.kept)
@@ -319,29 +319,29 @@ class _Run:
 
     def sample(
         self,
-        quota: int,
+        quotas: Mapping[str, int],
         top_up: int,
         done: Callable[[], None] | None = None,
-        missing: set[tuple[str, str]] | None = None,
         category: str | None = None,
         persistence: int = 1,
     ) -> None:
-        """One sampling round over every scene (with ``category``: only the scenes of strata
-        ``missing`` it, only its buckets); :meth:`rebalance` then balances what was gathered."""
+        """One sampling round over the scenes of every stratum in ``quotas`` (stratum → quota
+        per scene; with ``category``: only its buckets); :meth:`rebalance` then balances what
+        was gathered."""
         tasks = [
             dataclasses.replace(
                 self.template,
                 spec=spec,
                 index=i,
                 offset=self.rank[i],
-                quota=quota,
+                quota=quotas[self.labels[i]],
                 groups=self.groups[i],
                 top_up=top_up,
                 category=category,
                 persistence=persistence,
             )
             for i, spec in enumerate(self.scenes)
-            if category is None or (self.labels[i], category) in (missing or set())
+            if quotas.get(self.labels[i], 0) > 0
         ]
         for task, (scene_id, found, rejected) in zip(
             tasks, ordered_map(_synthesize_one, tasks, self.workers, done), strict=True
@@ -357,15 +357,24 @@ class _Run:
         strata = [self.stratum_of[i.scene_id] for i in self.gathered]
         self.kept = balance(self.gathered, self.template.seed, strata, self.train)
 
-    def top_up(self, wanted: float) -> None:
-        """Sample the shortfall again (:data:`TOP_UPS` rounds at most) while the balanced set
-        holds fewer than :data:`MIN_YIELD` of the request."""
+    def top_up(self, per_scene: int) -> None:
+        """Sample again, with fresh seeds (:data:`TOP_UPS` rounds at most), in the scenes of
+        every stratum whose balanced set holds fewer than :data:`MIN_YIELD` of its request
+        (``per_scene`` × its scenes): the shortfall divided by the stratum's keep rate."""
+        scenes = Counter(self.labels)
         for top_up in range(1, TOP_UPS + 1):
-            if len(self.kept) >= wanted or not self.gathered:
+            kept = Counter(self.stratum_of[i.scene_id] for i in self.kept)
+            gathered = Counter(self.stratum_of[i.scene_id] for i in self.gathered)
+            quotas = {}
+            for label, n in scenes.items():
+                wanted = MIN_YIELD * per_scene * n
+                if kept[label] < wanted and gathered[label]:
+                    rate = max(kept[label] / gathered[label], 0.25)
+                    short = (TOP_UP_MARGIN * wanted - kept[label]) / rate
+                    quotas[label] = math.ceil(short / n)
+            if not quotas:
                 break
-            rate = len(self.kept) / len(self.gathered)
-            short = (TOP_UP_MARGIN * wanted - len(self.kept)) / max(rate, 0.25)
-            self.sample(math.ceil(short / len(self.scenes)), top_up)
+            self.sample(quotas, top_up)
             self.rebalance()
 
     def restore_categories(self) -> None:
@@ -377,8 +386,9 @@ class _Run:
             missing = {(lab, c) for lab in set(self.labels) for c in SKELETONS} - found
             for k, category in enumerate(sorted({c for _, c in missing})):
                 rows = CATEGORY_TOP_UP_ROWS * SKELETONS[category].n_leaves
+                quotas = {lab: rows for lab, c in missing if c == category}
                 top_up = TOP_UPS + 1 + attempt * len(SKELETONS) + k  # own seeds and pair ids
                 persistence = CATEGORY_PERSISTENCE if attempt else 1
-                self.sample(rows, top_up, None, missing, category, persistence)
+                self.sample(quotas, top_up, None, category, persistence)
             if missing:
                 self.rebalance()
