@@ -72,6 +72,9 @@ CATEGORY_TOP_UP_ROWS = 2
 least :data:`MIN_SCENES_FOR_GROUPS` scenes); a category still missing then is sampled once more
 in that stratum's scenes with :data:`CATEGORY_PERSISTENCE`."""
 
+CATEGORY_SHORT = 0.6
+"""A stratum holding fewer than this share of a category's even share gets category rounds."""
+
 CATEGORY_PERSISTENCE = 40
 """Attempt budget and failed-row limit multiplier of the last category round: some houses fill a
 four-branch row from the run's usable condition groups once in a few hundred rows."""
@@ -378,17 +381,29 @@ class _Run:
             self.rebalance()
 
     def restore_categories(self) -> None:
-        """Two rounds for the Table-1 categories a stratum lost: :data:`CATEGORY_TOP_UP_ROWS`
-        rows in its scenes, then as many again, :data:`CATEGORY_PERSISTENCE` times as
-        persistent."""
+        """Two rounds for the Table-1 categories a stratum lost or holds fewer than
+        :data:`CATEGORY_SHORT` of its share of: :data:`CATEGORY_TOP_UP_ROWS` rows in its
+        scenes, then as many again, :data:`CATEGORY_PERSISTENCE` times as persistent."""
         for attempt in range(2):
-            found = {(self.stratum_of[i.scene_id], i.bucket.category) for i in self.kept}
-            missing = {(lab, c) for lab in set(self.labels) for c in SKELETONS} - found
-            for k, category in enumerate(sorted({c for _, c in missing})):
+            short = self._short_categories()
+            for k, category in enumerate(sorted({c for _, c in short})):
                 rows = CATEGORY_TOP_UP_ROWS * SKELETONS[category].n_leaves
-                quotas = {lab: rows for lab, c in missing if c == category}
+                quotas = {lab: rows for lab, c in short if c == category}
                 top_up = TOP_UPS + 1 + attempt * len(SKELETONS) + k  # own seeds and pair ids
                 persistence = CATEGORY_PERSISTENCE if attempt else 1
                 self.sample(quotas, top_up, None, category, persistence)
-            if missing:
+            if short:
                 self.rebalance()
+
+    def _short_categories(self) -> set[tuple[str, str]]:
+        """(stratum, category) pairs whose kept count is under :data:`CATEGORY_SHORT` of the
+        stratum's kept count divided among the categories."""
+        kept = Counter((self.stratum_of[i.scene_id], i.bucket.category) for i in self.kept)
+        totals = Counter(self.stratum_of[i.scene_id] for i in self.kept)
+        return {
+            (label, category)
+            for label in set(self.labels)
+            for category in SKELETONS
+            if kept[label, category] < CATEGORY_SHORT * totals[label] / len(SKELETONS)
+            or not kept[label, category]
+        }

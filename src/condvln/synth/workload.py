@@ -68,12 +68,12 @@ def _cost(excess: tuple[float, float]) -> float:
 
 
 def _match_category(
-    items: list[Instance], goal: tuple[float, float], rng: np.random.Generator
+    items: list[Instance], goal: tuple[float, float], rng: np.random.Generator, budget: int
 ) -> list[Instance]:
     """Drop whole rows (one instance of every gold leaf of one bucket, so gold leaves stay
-    balanced) while that brings the category's means nearer the goal, at most
-    :data:`MAX_DROP` of it: each time the row whose members pull the means furthest the wrong
-    way, ties at random."""
+    balanced) while that brings the category's means nearer the goal, at most ``budget``
+    instances: each time the row whose members pull the means furthest the wrong way, ties at
+    random."""
     targets = np.array([gold_targets(i) for i in items], dtype=float)
     lengths = np.array([i.gold_length or 0.0 for i in items])
     keep = np.ones(len(items), dtype=bool)
@@ -81,7 +81,6 @@ def _match_category(
     cells: dict[str, list[list[int]]] = defaultdict(lambda: [[] for _ in range(items[0].n_leaves)])
     for j, inst in enumerate(items):
         cells[inst.bucket.key][inst.gold_leaf].append(j)
-    budget = int(MAX_DROP * len(items))
     while budget >= items[0].n_leaves:
         excess = _excess(targets[keep].mean(), lengths[keep].mean(), goal)
         if _cost(excess) == 0.0:
@@ -119,21 +118,31 @@ def _worst_row(
     return best
 
 
+ROUNDS = 3
+"""Matching rounds: each aims at the mean of the categories' means as the last round left
+them, so categories that cannot move pull the goal towards themselves."""
+
+
 def match_workload(
     items: Sequence[Instance], labels: Sequence[str], rng: np.random.Generator
 ) -> tuple[list[Instance], list[str]]:
     """Within each stratum (``labels``, one per instance), bring every category's mean gold-path
-    targets and length (:attr:`Instance.gold_length`; 0 where unmeasured) to the mean over the
-    stratum's categories; returns the kept instances and their labels, order preserved."""
+    targets and length (:attr:`Instance.gold_length`; 0 where unmeasured) to a common goal,
+    dropping at most :data:`MAX_DROP` of a category; returns the kept instances and their
+    labels, order preserved."""
     groups: dict[tuple[str, str], list[Instance]] = defaultdict(list)
     for inst, label in zip(items, labels, strict=True):
         groups[label, inst.bucket.category].append(inst)
-    kept: set[int] = set()
-    for label in sorted({lab for lab, _ in groups}):
-        members = {c: g for (lab, c), g in groups.items() if lab == label}
-        means = [_means(g) for g in members.values()]
-        goal = (float(np.mean([m[0] for m in means])), float(np.mean([m[1] for m in means])))
-        for category in sorted(members):
-            kept.update(id(i) for i in _match_category(members[category], goal, rng))
-    pairs = [(i, lab) for i, lab in zip(items, labels, strict=True) if id(i) in kept]
+    budget = {key: int(MAX_DROP * len(group)) for key, group in groups.items()}
+    for _ in range(ROUNDS):
+        for label in sorted({lab for lab, _ in groups}):
+            members = sorted(key for key in groups if key[0] == label)
+            means = [_means(groups[key]) for key in members]
+            goal = (float(np.mean([m[0] for m in means])), float(np.mean([m[1] for m in means])))
+            for key in members:
+                kept = _match_category(groups[key], goal, rng, budget[key])
+                budget[key] -= len(groups[key]) - len(kept)
+                groups[key] = kept
+    kept_ids = {id(i) for group in groups.values() for i in group}
+    pairs = [(i, lab) for i, lab in zip(items, labels, strict=True) if id(i) in kept_ids]
     return [i for i, _ in pairs], [lab for _, lab in pairs]
