@@ -1,16 +1,22 @@
-"""Every command block of the README, executed as written — with the substitutions below.
+"""Every command block of the README and of the docs site (``docs/*.md``), executed as written —
+with the substitutions below.
 
-Each ```bash block runs as one ``bash -e`` script in a fresh folder holding what it names
-(``data/condvln``, ``my_agent.py``, a run folder, a benchmark results folder, …), with the
-test's own environment first on ``PATH`` (its ``condvln``, ``python``, ``pip``, ``ruff``,
-``pytest``). Blocks that would take hours or need what a test machine lacks run with the
+Blocks are named by their section: the nearest heading (``#``, ``##`` or ``###``) above them in
+their page, so a section moves between the README and a page without renaming its plan, and a
+section holding blocks exists once over all pages. Each ```bash block runs as one ``bash -e``
+script in a fresh folder holding what it names (``data/condvln``, ``my_agent.py``, a run
+folder, a benchmark results folder, …), with the test's own environment first on ``PATH`` (its
+``condvln``, ``python``, ``pip``, ``ruff``, ``pytest``). Blocks that would take hours or need what a test machine lacks run with the
 documented substitutions of :data:`PLANS` — each is a plain text replacement in the block,
 listed with its reason; the rest of the block runs unchanged. ``test_every_block_has_a_plan``
-fails when a block is added without one, and each plan's substitutions must all apply.
+fails when a block is added without one, and each plan's substitutions must all apply. The other
+blocks are files the bash blocks use (:data:`USED`) or, explicitly and rarely, not code
+(:data:`NOT_CODE`); ``test_every_block_is_run_or_used`` fails on any other.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -32,6 +38,8 @@ from condvln.dataset.vlnce import load_split
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+PAGES = (README, *sorted((ROOT / "docs").rglob("*.md")))
+"""The README and every page of the docs site."""
 BIN = Path(sys.executable).parent
 
 TINY = {"scenes": 4, "per_scene": 12, "unseen_share": 0.5}
@@ -53,21 +61,35 @@ TINY_GENERATE = " --scenes 4 --per-scene 12"
 TINY_BENCHMARK = " --config tiny-benchmark.yaml -j 1"
 
 
-# --- the README's blocks -------------------------------------------------------------------------
+# --- the blocks of the README and the docs pages -------------------------------------------------
+
+
+PARTS = re.compile(r"(^#{1,3} [^\n]*$|^```\w*\n.*?^```$)", flags=re.M | re.S)
+"""Headings and fenced blocks (a ``#`` line inside a block is not a heading)."""
+
+
+@functools.cache
+def _all_blocks() -> tuple[tuple[str, str, str, int, str], ...]:
+    """``(page, section, language, index in the section, text)`` of every fenced block; the
+    section is the nearest ``#`` / ``##`` / ``###`` heading above it in its page."""
+    out = []
+    for page in PAGES:
+        section, counts = "", {}
+        for part in PARTS.split(page.read_text()):
+            if re.match(r"^#{1,3} ", part):
+                section = part.lstrip("#").strip()
+            elif part.startswith("```"):
+                language = part[3 : part.index("\n")]
+                index = counts.get((section, language), 0)
+                counts[(section, language)] = index + 1
+                name = str(page.relative_to(ROOT))
+                out.append((name, section, language, index, part[len(language) + 4 : -3]))
+    return tuple(out)
 
 
 def _blocks(language: str) -> list[tuple[str, int, str]]:
-    """``(section, index in the section, text)`` of every block in ``language``; the section
-    is the nearest ``##`` / ``###`` heading above."""
-    out, section, counts = [], "", {}
-    for part in re.split(r"(^#{2,3} [^\n]*$|^```\w*\n.*?^```$)", README.read_text(), flags=re.M | re.S):
-        if re.match(r"^#{2,3} ", part):
-            section = part.lstrip("#").strip()
-        elif part.startswith(f"```{language}\n"):
-            index = counts.get((section, language), 0)
-            counts[(section, language)] = index + 1
-            out.append((section, index, part[len(language) + 4 : -3]))
-    return out
+    """``(section, index in the section, text)`` of every block in ``language``."""
+    return [(s, i, text) for _, s, lang, i, text in _all_blocks() if lang == language]
 
 
 def _block(section: str, language: str, index: int = 0) -> str:
@@ -222,6 +244,7 @@ PLANS: dict[tuple[str, int], Plan] = {
             ),
         ),
     ),
+    ("Commands", 0): Plan(),
     ("Scene sources", 0): Plan(("procthor",)),
     ("Generating a dataset", 0): Plan(
         ("procthor",),
@@ -346,6 +369,49 @@ PLANS: dict[tuple[str, int], Plan] = {
 
 YAML_SUBS = (("scenes: 100", "scenes: 4", "toy dataset"),)
 """Substitutions in the YAML files the blocks read."""
+
+
+USED: dict[tuple[str, str], str] = {
+    ("Bring your own agent", "python"): "my_agent.py of the blocks with folder 'seek'",
+    ("Agents in depth: workers, faults, remote agents, Gymnasium", "python"): (
+        "my_agent.py of the blocks with folder 'my_agent'; tests/agents/test_remote.py"
+    ),
+    ("Gymnasium", "python"): "run as written by tests/agents/test_gym.py",
+    ("Writing a plugin", "toml"): "plugin/pyproject.toml of its bash block",
+    ("Writing a plugin", "python"): "plugin/wallfollower.py of its bash block",
+    ("Configuration files and overrides", "yaml"): "the YAML files of its bash blocks",
+}
+"""The blocks that are not commands: files that tests write and run, by section and language."""
+
+NOT_CODE: dict[tuple[str, str], str] = {
+    ("Pipeline", "text"): "a diagram of the pipeline",
+}
+"""Blocks that are not code (fenced as ``text``), each with its reason. Keep this short."""
+
+
+def test_every_block_is_run_or_used() -> None:
+    for page, section, language, index, _ in _all_blocks():
+        where = f"{page}: {section!r}, {language or 'no language'} block {index}"
+        if language == "bash":
+            assert (section, index) in PLANS, f"{where} has no plan"
+        else:
+            assert (section, language) in USED | NOT_CODE, f"{where} is neither run nor used"
+
+
+def test_a_section_with_blocks_is_in_one_page() -> None:
+    pages: dict[str, set[str]] = {}
+    for page, section, *_ in _all_blocks():
+        pages.setdefault(section, set()).add(page)
+    assert {s: p for s, p in pages.items() if len(p) > 1} == {}
+
+
+def test_the_readme_test_command_is_what_ci_runs() -> None:
+    """The README's second set-up command is the one .ci/run runs (there with pip's --quiet)."""
+    command = _block("Set up", "bash", 1).strip()
+    ci = (ROOT / ".ci" / "run").read_text().replace(" --quiet", "")
+    venv, _, rest = command.partition(" && ")
+    assert venv == "python3 -m venv .venv" and f"\n{venv}\n" in ci
+    assert f"\n{rest} 2>&1 | tee " in ci
 
 
 def test_every_block_has_a_plan() -> None:

@@ -27,7 +27,7 @@ from condvln.gym import BudgetTimeLimit, CondVLNEnv, standard_wrappers
 from condvln.gym.wrappers import PAD
 
 SRC = str(Path(condvln.__file__).parent.parent)
-README = Path(__file__).resolve().parents[2] / "README.md"
+AGENTS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
 SMALL = {"width": 12, "height": 8}
 PIXELS = {"sensors": ["rgb", "depth", "semantic"], "rgb": SMALL, "depth": SMALL, "semantic": SMALL}
 
@@ -70,10 +70,10 @@ def test_make_in_a_fresh_interpreter_without_importing_condvln(dataset: Path) ->
     )
 
 
-def test_readme_example_runs_as_written(dataset: Path, tmp_path: Path) -> None:
-    text = README.read_text()
-    start = text.index("### Gymnasium\n")
-    (block,) = re.findall(r"```python\n(.*?)```", text[start : text.index("\n## ", start)], re.S)
+def test_docs_example_runs_as_written(dataset: Path, tmp_path: Path) -> None:
+    text = AGENTS_PAGE.read_text()
+    section = text[text.index("\n## Gymnasium\n") :]
+    (block,) = re.findall(r"```python\n(.*?)```", section.split("\n## ", 2)[1], re.S)
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "condvln").symlink_to(dataset)
     out = _python(block, cwd=tmp_path)

@@ -168,10 +168,10 @@ def test_settings_errors_are_one_line() -> None:
     assert agent.text_protocol["prompt"]["template"] == "subgoals.v1.txt"
 
 
-def test_readme_commands_build_the_agent() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    start = readme.index("## Language-model agents")
-    section = readme[start : readme.index("\n## ", start + 1)]
+def test_docs_commands_build_the_agent() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "llm.md").read_text()
+    assert page.startswith("# Language-model agents")
+    section = page.split("\n## ", 1)[0]
     (bash,) = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
     runs = [shlex.split(line, comments=True) for line in bash.splitlines() if "--agent llm" in line]
     assert len(runs) == 4

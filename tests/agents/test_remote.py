@@ -332,8 +332,8 @@ def test_server_stops_on_signal(servers: list, stop: signal.Signals) -> None:
 
 
 def _readme_agent(tmp_path: Path) -> Path:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    block = readme.split("<!-- example: my_agent.py -->\n```python\n", 1)[1].split("```", 1)[0]
+    page = (Path(__file__).parents[2] / "docs" / "agents.md").read_text()
+    block = page.split("<!-- example: my_agent.py -->\n```python\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "my_agent.py"
     path.write_text(block)
     return path

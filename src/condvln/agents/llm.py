@@ -23,10 +23,10 @@ STOP. None of these raises. An endpoint that keeps failing after the retries (or
 cache without the answer) raises :class:`~condvln.agents.llm_client.LLMCallError`: the episode
 ends as ``agent_error`` and a resume runs it again.
 
-**Recorded** per episode (``agent_notes`` of its trajectory record, via :meth:`LLMAgent.
-episode_notes`): ``usage`` (requests, prompt and completion tokens as the server counted them,
-cost from ``price_prompt`` / ``price_completion`` in USD per million tokens), ``fallbacks`` by
-kind, and ``decisions`` (step, condition, verdict, reasoning). Cached and live replies count the
+**Recorded** per episode (``agent_notes`` of its trajectory record, via
+:meth:`LLMAgent.episode_notes`): ``usage`` (requests, prompt and completion tokens as the
+server counted them, cost from ``price_prompt`` / ``price_completion`` in USD per million
+tokens), ``fallbacks`` by kind, and ``decisions`` (step, condition, verdict, reasoning). Cached and live replies count the
 same, so a replay writes the same bytes. ``condvln evaluate`` sums the usage into
 ``metrics.json`` and the report shows the decisions under the episode's map.
 
