@@ -24,7 +24,8 @@ from condvln.errors import ConfigError
 from condvln.program.ast import leaf_paths
 from condvln.program.parse import parse
 
-CONFIG = GenerateConfig(scenes=10, per_scene=40, seed=3)
+CONFIG = GenerateConfig(scenes=10, per_scene=40, seed=3, branch_steps=(1, 2, 3))
+"""Arms of 1–3 targets, so in-branch subgoals are covered (the default design takes one)."""
 
 
 def _read(path: Path) -> Any:
@@ -297,10 +298,9 @@ def test_cli_evaluate_reference_paths_score_perfectly(dataset: Path, tmp_path: P
 
 
 def test_branch_arms_hold_their_own_targets(dataset: Path) -> None:
-    """Arms hold ``branch_steps`` targets (one in the default design, issue 26; longer arms are
-    covered in tests/synth/test_branch_arms.py); the gold arm's earlier ones are in-branch
-    subgoals, more than 2τ from the waypoints and from every other arm's goal; the oracle
-    lists them."""
+    """Arms hold ``branch_steps`` targets (1–3 as configured; the default design takes one,
+    issue 26); the gold arm's earlier ones are in-branch subgoals, more than 2τ from the
+    waypoints and from every other arm's goal; the oracle lists them."""
     seen: set[int] = set()
     for split in ("train", "val_seen"):
         for episode in _read(split_path(dataset, split))["episodes"]:
@@ -320,7 +320,7 @@ def test_branch_arms_hold_their_own_targets(dataset: Path) -> None:
             oracle = parse(info["oracle_instruction"])
             executed = leaf_paths(program.steps)[info["leaf_index"]][1]
             assert oracle.steps == executed
-    assert seen == {1}
+    assert seen <= {1, 2, 3} and len(seen) >= 2
 
 
 def test_gold_leaves_are_balanced_in_what_is_written(dataset: Path) -> None:

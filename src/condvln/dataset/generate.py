@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import orjson
@@ -44,7 +44,7 @@ from condvln.scene.identity import first_of_each, scene_fingerprint
 from condvln.scene.serialize import scene_to_json
 from condvln.synth.driver import GENERATION_GRID, success_radius
 from condvln.synth.pipeline import SceneSpec, run_synthesis, scene_seed, scene_specs
-from condvln.synth.sampler import Instance, Rejected
+from condvln.synth.sampler import BRANCH_STEPS, Instance, Rejected
 
 
 class GenerateConfig(BaseModel):
@@ -64,6 +64,9 @@ class GenerateConfig(BaseModel):
         step_budget_factor: Step budget: forward steps allowed per forward step of the longest
             execution path over all branches.
         step_budget_per_target: Step budget: extra steps per navigation target (turning).
+        branch_steps: Targets per branch arm the design samples (default one: the same
+            workload for every Table-1 category; 2 and 3 only where a shape fits the word
+            limit, so the categories' workloads then differ).
         relations: Predicate thresholds.
     """
 
@@ -81,6 +84,7 @@ class GenerateConfig(BaseModel):
     single_room_radius: float = Field(0.5, gt=0.0)
     step_budget_factor: float = Field(BUDGET_FACTOR, gt=0.0)
     step_budget_per_target: int = Field(TURN_ALLOWANCE, ge=0)
+    branch_steps: tuple[Annotated[int, Field(ge=1, le=3)], ...] = Field(BRANCH_STEPS, min_length=1)
     relations: RelationConfig = RelationConfig()
 
     def config_hash(self) -> str:
@@ -325,6 +329,7 @@ def _generate(
         strata=[groups[i] for i in range(len(specs))],
         train=functools.partial(_is_train, config=config),
         vet=functools.partial(_vet, specs=tuple(specs), config=config),
+        branch_steps=tuple(sorted(set(config.branch_steps))),
     )
     by_scene: dict[str, list[Instance]] = defaultdict(list)
     for inst in synth.instances:

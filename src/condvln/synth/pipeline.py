@@ -27,7 +27,7 @@ from condvln.scene.sources import SOURCES, load
 from condvln.synth.balance import balance, balance_report
 from condvln.synth.driver import success_radius, synthesize
 from condvln.synth.groups import GroupStats, scene_group_counts
-from condvln.synth.sampler import Instance, all_buckets
+from condvln.synth.sampler import BRANCH_STEPS, Instance, all_buckets
 from condvln.synth.shapes import SKELETONS
 
 
@@ -181,6 +181,7 @@ class _SceneTask:
     category: str | None = None
     persistence: int = 1
     vet: Vet | None = None
+    branch_steps: tuple[int, ...] = BRANCH_STEPS
 
 
 def _synthesize_one(task: _SceneTask) -> tuple[str, list[Instance], Counter]:
@@ -194,9 +195,11 @@ def _synthesize_one(task: _SceneTask) -> tuple[str, list[Instance], Counter]:
         radius=success_radius(scene, *task.radii),
         relation_config=task.relations,
         groups=task.groups,
-        buckets=[b for b in all_buckets() if b.category == task.category]
-        if task.category
-        else None,
+        buckets=[
+            b
+            for b in all_buckets(branch_steps=task.branch_steps)
+            if task.category in (None, b.category)
+        ],
         persistence=task.persistence,
     )
     instances, rejections = result.instances, result.rejections
@@ -256,6 +259,7 @@ def run_synthesis(
     strata: Sequence[str] | None = None,
     train: Callable[[Instance, str], bool] | None = None,
     vet: Vet | None = None,
+    branch_steps: tuple[int, ...] = BRANCH_STEPS,
 ) -> SynthesisResult:
     """Sample ``per_scene`` instances in every scene, then balance them; when fewer than
     :data:`MIN_YIELD` of ``per_scene × scenes`` survive balancing, sample the shortfall (divided
@@ -273,6 +277,8 @@ def run_synthesis(
     the whole run, with group statistics of its own; ``train`` tells the instances blind probes
     learn from (:func:`~condvln.synth.balance.balance`). ``vet`` (:data:`Vet`) drops, before
     balancing, what a later stage would drop, so the balance holds in what is written.
+    ``branch_steps`` are the arm lengths of the bucket design
+    (:func:`~condvln.synth.sampler.all_buckets`).
     ``radii`` are the success radii of multi-room and single-room scenes (leaf goals are
     sampled more than twice the radius apart). ``workers`` is a process count or an
     :class:`~condvln.parallel.Executor` (one task per scene).
@@ -282,6 +288,7 @@ def run_synthesis(
     template = _SceneTask(
         scenes[0] if scenes else SceneSpec("procedural", "0"),
         seed, 0, 0, per_scene, counterfactual_share, relation_config, radii, None, vet=vet,
+        branch_steps=branch_steps,
     )  # fmt: skip
     run = _Run(scenes, labels, per_scene_groups, template, workers, train)
     run.sample(dict.fromkeys(labels, per_scene), 0, on_scene_done)
