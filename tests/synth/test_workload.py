@@ -17,8 +17,11 @@ from condvln.synth.workload import (
 )
 
 
-def _instance(category: str, leaves: int, leaf: int, horizon: int, length: float) -> Any:
-    """What matching reads of an instance: category, bucket key, gold leaf, targets, length."""
+def _instance(
+    category: str, leaves: int, leaf: int, horizon: int, length: float, nearest: bool
+) -> Any:
+    """What matching reads of an instance: category, bucket key, gold leaf, targets, length,
+    whether the gold goal is the one nearest the start."""
     bucket = SimpleNamespace(category=category, key=f"{category}/h{horizon}")
     targets = tuple(f"t{k}" for k in range(horizon + 1))
     return SimpleNamespace(
@@ -27,16 +30,23 @@ def _instance(category: str, leaves: int, leaf: int, horizon: int, length: float
         gold_leaf=leaf,
         resolution=SimpleNamespace(targets=targets),
         gold_length=length,
+        gold_is_nearest=nearest,
     )
 
 
 def _rows(category: str, leaves: int, horizons: list[int], rng: np.random.Generator) -> list[Any]:
-    """One row (every gold leaf) per horizon; length grows with the horizon, plus noise."""
-    return [
-        _instance(category, leaves, leaf, h, 4.0 + 3.0 * h + rng.uniform(-1.0, 1.0))
-        for h in horizons
-        for leaf in range(leaves)
-    ]
+    """One row (every gold leaf) per horizon; length grows with the horizon, plus noise; the
+    gold goal is the nearest one in a random member of each row (chance)."""
+    rows = []
+    for h in horizons:
+        nearest = int(rng.integers(leaves))
+        rows += [
+            _instance(
+                category, leaves, leaf, h, 4.0 + 3.0 * h + rng.uniform(-1, 1), leaf == nearest
+            )
+            for leaf in range(leaves)
+        ]
+    return rows
 
 
 def test_matching_brings_categories_to_a_common_workload() -> None:
@@ -54,6 +64,7 @@ def test_matching_brings_categories_to_a_common_workload() -> None:
     for category, group in (("simple", short), ("nested", long)):
         left = [i for i in kept if i.bucket.category == category]
         assert len(left) >= (1 - MAX_DROP) * len(group)
+        assert sum(i.gold_is_nearest for i in left) * left[0].n_leaves == len(left)
         per_cell = Counter((i.bucket.key, i.gold_leaf) for i in left)
         for key in {i.bucket.key for i in left}:  # whole rows dropped: gold leaves stay even
             assert len({per_cell[key, leaf] for leaf in range(left[0].n_leaves)}) == 1

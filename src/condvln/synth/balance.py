@@ -66,6 +66,10 @@ MAX_TRIM = 0.2
 SECOND_TRIM = 0.1
 """Largest share of a stratum the second pass (the learned frequency prior) may drop."""
 
+FINAL_TRIM = 0.2
+"""Largest share of a stratum the last pass may drop to even out the truths (groups, condition
+types, rooms; no priors) that the capped passes and workload matching left skewed."""
+
 STRATUM = "#"
 """Prefix of a stratum label inside a balance key."""
 
@@ -303,8 +307,9 @@ def balance(
     (``train(instance, stratum)``: whether blind probes are trained on it) a second pass does
     the same, in the strata holding no training instance, for the frequency prior learned on
     the kept training instances; strata with training instances are left as they are then, so
-    that prior stays the one the probes learn. A last pass evens the categories' navigation
-    workload within each stratum (:func:`~condvln.synth.workload.match_workload`). The order of
+    that prior stays the one the probes learn. Then the categories' navigation workload is
+    evened within each stratum (:func:`~condvln.synth.workload.match_workload`), and a last
+    pass (at most :data:`FINAL_TRIM` of a stratum) evens the truths again. The order of
     ``instances`` is preserved.
     """
     rng = np.random.default_rng(seed)
@@ -344,7 +349,8 @@ def balance(
             lab for i, lab in zip(chosen, chosen_labels, strict=True) if id(i) in kept_ids
         ]
         chosen = [i for i in chosen if id(i) in kept_ids]
-    chosen, _ = match_workload(chosen, chosen_labels, rng)
+    chosen, chosen_labels = match_workload(chosen, chosen_labels, rng)
+    chosen = _trim_rows(chosen, chosen_labels, rng, {}, FINAL_TRIM)
     chosen.sort(key=lambda inst: position[id(inst)])
     members = Counter(i.pair_id for i in chosen if i.pair_id is not None)
     return [

@@ -71,7 +71,7 @@ def _match_category(
     items: list[Instance], goal: tuple[float, float], rng: np.random.Generator, budget: int
 ) -> list[Instance]:
     """Drop whole rows (one instance of every gold leaf of one bucket, so gold leaves stay
-    balanced) while that brings the category's means nearer the goal, at most ``budget``
+    balanced, one of them nearest the start: :func:`_worst_row`) while that brings the category's means nearer the goal, at most ``budget``
     instances: each time the row whose members pull the means furthest the wrong way, ties at
     random."""
     targets = np.array([gold_targets(i) for i in items], dtype=float)
@@ -88,7 +88,7 @@ def _match_category(
         pull = excess[0] * (targets - targets[keep].mean()) / TARGET_TOLERANCE + ties
         if goal[1] > 0:
             pull += excess[1] * (lengths - lengths[keep].mean()) / (goal[1] * LENGTH_TOLERANCE)
-        row = _worst_row(cells, keep, np.where(keep, pull, -np.inf))
+        row = _worst_row(items, cells, keep, np.where(keep, pull, -np.inf))
         if row is None:
             break
         trial = keep.copy()
@@ -100,18 +100,34 @@ def _match_category(
 
 
 def _worst_row(
-    cells: dict[str, list[list[int]]], keep: np.ndarray, pull: np.ndarray
+    items: list[Instance], cells: dict[str, list[list[int]]], keep: np.ndarray, pull: np.ndarray
 ) -> list[int] | None:
-    """The kept row (each leaf's strongest pull in one cell) with the largest positive pull."""
+    """The kept row with the largest positive pull: in one cell, one instance per gold leaf,
+    exactly one of them with its gold goal nearest the start — a row at chance, so dropping
+    it leaves "go to the nearest candidate" where balancing put it."""
     best, best_pull = None, 0.0
     for leaves in cells.values():
-        row = []
+        far, near = [], []
         for members in leaves:
             alive = [m for m in members if keep[m]]
-            if not alive:
-                break
-            row.append(max(alive, key=lambda m: pull[m]))
-        else:
+            far.append(
+                max(
+                    (m for m in alive if not items[m].gold_is_nearest),
+                    key=pull.__getitem__,
+                    default=None,
+                )
+            )
+            near.append(
+                max(
+                    (m for m in alive if items[m].gold_is_nearest),
+                    key=pull.__getitem__,
+                    default=None,
+                )
+            )
+        for lead, chosen in enumerate(near):
+            row = [chosen if k == lead else m for k, m in enumerate(far)]
+            if any(m is None for m in row):
+                continue
             total = float(pull[row].sum())
             if total > best_pull:
                 best, best_pull = row, total
