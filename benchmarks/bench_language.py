@@ -34,12 +34,12 @@ from typing import Any
 import numpy as np
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.dataset.vlnce import available_splits, load_split
 from condvln.graph import RelationConfig
 from condvln.program.ast import Ref, Relation, iter_ifs, program_from_dict
 from condvln.program.templates import SLOTS, load_templates
 from condvln.scene.model import SceneObject
 from condvln.scene.serialize import load_scene
+from condvln.vlnce import available_splits, load_split
 
 COMPASS_WORD = re.compile(r"\b(north|south|east|west|northeast|northwest|southeast|southwest)\b")
 MAX_WORDS = 80

@@ -18,12 +18,14 @@ like ``_gt``), trajectories that follow them noisily (some leave the navigable a
 scored with the exact engine (:class:`condvln.evaluation.evaluate.SceneGeodesic`: navigator,
 fields and queries inside the timing) and with the grid engine (5 cm fast-marching fields, every
 position queried), scenes split over ``--workers`` processes; the wall time of one engine is the
-slowest worker's. Part 2 compares exact nDTW (this package: Euclidean cost matrix + compiled DTW) with
+slowest worker's. With ``--repeats N`` the exact engine is timed N times over the same episodes (a
+fresh navigator each time) and the grid engine once (it takes minutes); the median, every
+repeat and the load average before and after are printed. Part 2 compares exact nDTW (this package: Euclidean cost matrix + compiled DTW) with
 ``fastdtw`` (radius=1, Euclidean, as VLN-CE's NDTW measure uses it) on the same deduplicated
 trajectories. fastdtw is not a dependency of condvln: ``pip install fastdtw`` to run part 2.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_metrics.py [--episodes 10000] [--workers 2]
-[--dataset DIR] [--geodesic-scenes 20]``.
+[--dataset DIR] [--geodesic-scenes 20] [--repeats 5]``.
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ from typing import Any
 import numpy as np
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.dataset.vlnce import SPLITS, split_path
 from condvln.evaluation import ContinuousSpace, score_episode
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants
 from condvln.evaluation.dtw import dedup_mask, dtw
@@ -51,6 +52,7 @@ from condvln.evaluation.evaluate import SceneGeodesic
 from condvln.evaluation.spaces import pairwise_euclidean
 from condvln.nav import ExactNavigator, GridNavigator
 from condvln.scene.sources import load
+from condvln.vlnce import SPLITS, split_path
 
 RADIUS = 1.0
 D_TH = 3.0  # nDTW threshold (score_episode's default, VLN-CE's NDTW measure)
@@ -262,47 +264,82 @@ def _grid_distances(scene_seed: int) -> Any:
     return distances
 
 
-def score_scenes(task: tuple[list[int], int, int]) -> dict[str, Any]:
-    """One worker: for each scene, build its episodes (untimed), then time both engines."""
-    seeds, per_scene, n_positions = task
-    out: dict[str, Any] = {"exact": 0.0, "grid": 0.0, "records": [], "grid_records": []}
-    for seed in seeds:
-        episodes = scene_episodes(seed, per_scene, n_positions)
-        start = time.perf_counter()
-        geo = SceneGeodesic(load("procedural", str(seed)))
-        out["records"] += _score_with(lambda p, ts, g=geo: g.rows(p, ts, RADIUS), episodes)
-        out["exact"] += time.perf_counter() - start
-        start = time.perf_counter()
-        grid = _grid_distances(seed)
-        rows = lambda p, ts, d=grid: np.stack([d(p, t) for t in ts])  # noqa: E731
-        out["grid_records"] += _score_with(rows, episodes)
-        out["grid"] += time.perf_counter() - start
+def _time_scene(
+    seed: int, episodes: list[Episode], with_grid: bool
+) -> tuple[float, float, list, list]:
+    """The exact engine (and the grid engine) on one scene: seconds and records of each."""
+    start = time.perf_counter()
+    geo = SceneGeodesic(load("procedural", str(seed)))
+    records = _score_with(lambda p, ts, g=geo: g.rows(p, ts, RADIUS), episodes)
+    t_exact = time.perf_counter() - start
+    if not with_grid:
+        return t_exact, 0.0, records, []
+    start = time.perf_counter()
+    grid = _grid_distances(seed)
+    rows = lambda p, ts, d=grid: np.stack([d(p, t) for t in ts])  # noqa: E731
+    grid_records = _score_with(rows, episodes)
+    return t_exact, time.perf_counter() - start, records, grid_records
+
+
+def score_scenes(task: tuple[list[int], int, int, int]) -> dict[str, Any]:
+    """One worker: build every scene's episodes (untimed), then time the exact engine over all
+    its scenes ``repeats`` times (a fresh navigator each time; records of the last repeat) and
+    the grid engine once."""
+    seeds, per_scene, n_positions, repeats = task
+    episodes = {seed: scene_episodes(seed, per_scene, n_positions) for seed in seeds}
+    out: dict[str, Any] = {"exact": [], "grid": [], "grid_records": []}
+    for repeat in range(repeats):
+        times, out["records"] = np.zeros(2), []
+        for seed in seeds:
+            t_exact, t_grid, records, grid_records = _time_scene(seed, episodes[seed], repeat == 0)
+            times += (t_exact, t_grid)
+            out["records"] += records
+            out["grid_records"] += grid_records
+        out["exact"].append(times[0])
+        if repeat == 0:
+            out["grid"].append(times[1])
     return out
 
 
-def bench_geodesic(n_scenes: int, n_episodes: int, n_positions: int, workers: int) -> None:
+def _load() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def bench_geodesic(
+    n_scenes: int, n_episodes: int, n_positions: int, workers: int, repeats: int
+) -> None:
     """Part 1b: every metric with real geodesics, exact engine against the grid engine."""
     per_scene = math.ceil(n_episodes / n_scenes)
-    tasks = [(list(range(w, n_scenes, workers)), per_scene, n_positions) for w in range(workers)]
+    tasks = [
+        (list(range(w, n_scenes, workers)), per_scene, n_positions, repeats) for w in range(workers)
+    ]
+    load_before = _load()
     with ProcessPoolExecutor(workers) as pool:
         parts = list(pool.map(score_scenes, tasks))
     exact = [r for p in parts for r in p["records"]]
     grid = [r for p in parts for r in p["grid_records"]]
-    start = time.perf_counter()
-    aggregate(exact, seed=0)
-    breakdown(exact, "depth", seed=0)
-    t_agg = time.perf_counter() - start
-    t_exact = max(p["exact"] for p in parts) + t_agg
-    t_grid = max(p["grid"] for p in parts) + t_agg
-    load_avg = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    aggregation = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        aggregate(exact, seed=0)
+        breakdown(exact, "depth", seed=0)
+        aggregation.append(time.perf_counter() - start)
+    # wall of one repeat: the slowest worker's (workers run side by side)
+    t_exact = np.max([p["exact"] for p in parts], axis=0) + aggregation
+    t_grid = np.max([p["grid"] for p in parts], axis=0) + aggregation[0]
     ne = np.array([r["distance_to_goal"] for r in exact])
     ne_grid = np.array([r["distance_to_goal"] for r in grid])
     print(
         f"\npart 1b: {len(exact)} episodes over {n_scenes} procedural houses, "
-        f"{workers} worker(s), real geodesics (load average {load_avg})"
+        f"{workers} worker(s), real geodesics, median of {repeats} repeat(s) "
+        f"(load average before {load_before}, after {_load()})"
     )
-    print(f"  exact engine: {t_exact:6.2f} s wall (all metrics + aggregation {t_agg:.2f} s)")
-    print(f"  grid engine : {t_grid:6.2f} s wall; grid / exact = {t_grid / t_exact:.1f}x")
+    print(
+        f"  exact engine: {np.median(t_exact):6.2f} s wall (all metrics + aggregation "
+        f"{np.median(aggregation):.2f} s); repeats {np.round(t_exact, 2).tolist()}"
+    )
+    print(f"  grid engine : {t_grid[0]:6.2f} s wall (once)")
+    print(f"  exact / grid = {np.median(t_exact) / t_grid[0]:.2f}")
     print(
         f"  NE grid - exact: max {np.max(ne_grid - ne):+.3f} m, min {np.min(ne_grid - ne):+.3f} m; "
         f"differ by > 1 mm in {np.mean(np.abs(ne_grid - ne) > 1e-3):.1%} of episodes; "
@@ -368,6 +405,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--repeats", type=int, default=1, help="timings of part 1b (median printed)"
+    )
+    parser.add_argument(
         "--geodesic-scenes",
         type=int,
         default=20,
@@ -428,7 +468,9 @@ def main() -> None:
     print(f"invariant violations: {check_invariants(agg) or 'none'}")
 
     if args.geodesic_scenes:
-        bench_geodesic(args.geodesic_scenes, args.episodes, args.positions, args.workers)
+        bench_geodesic(
+            args.geodesic_scenes, args.episodes, args.positions, args.workers, args.repeats
+        )
     compare_fastdtw(episodes[: args.fastdtw_episodes])
 
 

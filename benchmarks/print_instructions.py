@@ -21,8 +21,8 @@ import numpy as np
 
 from condvln.benchmark import SMALL
 from condvln.dataset.generate import generate_dataset
-from condvln.dataset.vlnce import available_splits, load_split
 from condvln.program.ast import CATEGORIES
+from condvln.vlnce import available_splits, load_split
 
 
 def instructions_by_category(folder: Path) -> dict[str, list[tuple[str, str]]]:

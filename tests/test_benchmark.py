@@ -9,9 +9,9 @@ import pytest
 
 from condvln.benchmark import ITHOR_ROOMS, RunSpec, run_benchmark
 from condvln.dataset.generate import GenerateConfig
-from condvln.dataset.vlnce import load_split
 from condvln.errors import ConfigError
 from condvln.scene.sources.ithor import ithor_scene_names
+from condvln.vlnce import load_split
 
 TINY = GenerateConfig(scenes=8, per_scene=30, unseen_share=0.5, seed=1)
 RUNS = (RunSpec("random", "random"), RunSpec("oracle_linear", "oracle_linear"))
@@ -131,7 +131,7 @@ def test_benchmark_reports_the_ithor_group_per_source(tmp_path: Path) -> None:
     cell = [r["csr"] for r in ithor["random"] if (r["depth"], r["chain"]) == (1, 3)]
     scored = [c for c in cell if c is not None]  # the paper's CSR leaves some episodes out
     expected = None if not scored else pytest.approx(100 * sum(scored) / len(scored))
-    assert values["ithor chain d=1,ℓ=3 CSR"] == expected
+    assert values["ithor chain d=1,ℓ=3 CSR (paper)"] == expected
 
     # coverage: a single room has no cross-room condition; counts match the records
     coverage = {row.name: row for row in outcome["tables"]["coverage"].rows}

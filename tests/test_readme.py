@@ -34,7 +34,7 @@ import yaml
 from condvln.benchmark import ITHOR_ROOMS, RunSpec, run_benchmark
 from condvln.config import SETTINGS, resolve
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.dataset.vlnce import load_split
+from condvln.vlnce import load_split
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -34,13 +34,13 @@ import orjson
 
 from condvln import __version__
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.dataset.vlnce import SPLITS, load_split
 from condvln.errors import ConfigError
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.io import atomic_write_bytes, output_lock, output_path, read_json
 from condvln.parallel.executors import Executor
 from condvln.provenance import provenance
 from condvln.scene.sources.ithor import ROOM_KINDS, SCENES_PER_KIND
+from condvln.vlnce import SPLITS, load_split
 
 Progress = Callable[[str, int], Callable[[], None]]
 

@@ -35,7 +35,6 @@ from condvln.agents.run import (
 )
 from condvln.agents.runner.episodes import dataset_hash, id_key
 from condvln.dataset.schema import load_checked_split
-from condvln.dataset.vlnce import SPLITS, split_path
 from condvln.errors import ConfigError, FormatError
 from condvln.evaluation.evaluate import (
     _write_outputs,
@@ -43,7 +42,8 @@ from condvln.evaluation.evaluate import (
     record_counts,
     sha256_file,
 )
-from condvln.evaluation.metrics import METRICS, MetricOptions
+from condvln.evaluation.metrics import MetricOptions
+from condvln.evaluation.specs import METRICS
 from condvln.io import (
     atomic_directory,
     atomic_write_bytes,
@@ -53,6 +53,7 @@ from condvln.io import (
     read_json,
 )
 from condvln.parallel.shards import Shard
+from condvln.vlnce import SPLITS, split_path
 
 RUN_LOCAL_KEYS = ("shard", "episodes", "dataset", "provenance")
 """Run manifest keys that may differ between shards (dataset path and command line, git state

@@ -1,9 +1,9 @@
 """Name → entry registries for the extension points (agents, scene sources, predicates, metrics).
 
-A registry may be backed by an **entry-point group** (``condvln.agents``, ``condvln.sources``):
-installed packages declare their plugins in their metadata (``[project.entry-points.GROUP]`` in
-``pyproject.toml``) and the registry lists them without importing anything, loading one only
-when it is asked for by name. CondVLN's own built-ins are declared the same way.
+A registry may be backed by an **entry-point group** (``condvln.agents``, ``condvln.sources``,
+``condvln.metrics``): installed packages declare their plugins in their metadata
+(``[project.entry-points.GROUP]`` in ``pyproject.toml``) and the registry lists them without
+importing anything, loading one only when it is asked for by name. CondVLN's own built-ins are declared the same way.
 
 >>> colours = Registry("colour")
 >>> @colours.register("red")

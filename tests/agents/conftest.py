@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.dataset.vlnce import load_split
 from condvln.nav import GridNavigator
 from condvln.scene.serialize import load_scene
+from condvln.vlnce import load_split
 
 
 @pytest.fixture(scope="session")

@@ -18,12 +18,12 @@ from condvln.agents.baselines import (
 )
 from condvln.agents.run import EpisodeWorker, WorkerConfig, episode_specs, read_trajectories
 from condvln.agents.skills import Remembered, predicate_truth
-from condvln.dataset.vlnce import load_split
 from condvln.errors import ConfigError
 from condvln.graph import RelationConfig, build_scene_graph
 from condvln.graph.relations import DIRECTIONAL_PREDICATES, SEMANTIC_PREDICATES
 from condvln.scene.sources.procedural import generate_house
 from condvln.sim import Observation, ObservationProtocol, parse_protocol
+from condvln.vlnce import load_split
 
 BASELINES = ("random", "condition_blind", "goal_only", "oracle_linear", "neurosymbolic")
 

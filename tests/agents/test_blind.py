@@ -9,10 +9,10 @@ import numpy as np
 from condvln.agents.blind import CommonsensePriorAgent, TextPriorAgent, _train_prior
 from condvln.agents.loader import load_agent
 from condvln.agents.run import EpisodeWorker, WorkerConfig, episode_specs, run_agent
-from condvln.dataset.vlnce import load_split
 from condvln.program.ast import program_from_dict
 from condvln.sim.protocol import parse_protocol
 from condvln.synth.priors import FrequencyPrior, labelled_conditions, predicted_leaf
+from condvln.vlnce import load_split
 
 
 def test_blind_agents_are_registered() -> None:

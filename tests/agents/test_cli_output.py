@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 
 from condvln.cli.common import PlainProgress
-from condvln.dataset.vlnce import load_split
+from condvln.vlnce import load_split
 
 DATA = Path(__file__).parent / "data"
 LINE = re.compile(r"^(?P<phase>.+): (?P<done>\d+)/(?P<total>\d+) \(\d+%\)(, [\d.]+/s)?"

@@ -21,10 +21,10 @@ from gymnasium.wrappers import RecordVideo, TimeLimit
 import condvln
 from condvln.agents import load_agent
 from condvln.agents.run import read_trajectories, run_agent
-from condvln.dataset.vlnce import encode
 from condvln.errors import ConfigError
 from condvln.gym import BudgetTimeLimit, CondVLNEnv, standard_wrappers
 from condvln.gym.wrappers import PAD
+from condvln.vlnce import encode
 
 SRC = str(Path(condvln.__file__).parent.parent)
 AGENTS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "agents.md"

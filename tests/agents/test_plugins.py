@@ -1,4 +1,4 @@
-"""Plugins by entry point: a package outside condvln adds an agent and a scene source.
+"""Plugins by entry point: a package outside condvln adds an agent, a scene source and a metric.
 
 The plugin packages live in ``tests/data/plugins/<name>/``: a module and a ``*.dist-info``
 folder with ``METADATA`` and ``entry_points.txt`` — what ``pip install`` leaves in
@@ -61,6 +61,31 @@ def test_a_plugin_agent_runs_by_name(dataset: Path, tmp_path: Path) -> None:
     records = [orjson.loads(line) for line in (out / "trajectories.jsonl").read_bytes().split()]
     assert [r["actions"] for r in records] == [[1, 1, 0]] * 3
     assert all(r["stop"] and r["status"] == "ok" and r["agent"] == "echo" for r in records)
+
+
+def test_a_plugin_metric_is_listed_scored_and_aggregated(dataset: Path, tmp_path: Path) -> None:
+    listed = _condvln("metrics")
+    assert listed.returncode == 0, listed.stderr
+    assert _row(listed.stdout, "forward_share")[1:5] == ["condvln-echo", "0.1", "continuous", "—"]
+    assert _row(listed.stdout, "spl")[1:5] == ["condvln", "0.1.0", "continuous", "higher"]
+    run, out = tmp_path / "run", tmp_path / "eval"
+    ran = _condvln(
+        "run", "--agent", "echo", "--agent-arg", "steps=2", "--dataset", str(dataset),
+        "--split", "train", "--limit", "3", "--out", str(run), "-j", "1", "-q",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    scored = _condvln("evaluate", str(dataset), str(run), "--out", str(out), "-j", "1")
+    assert scored.returncode == 0, scored.stderr
+    records = [orjson.loads(line) for line in (out / "episodes.jsonl").read_bytes().split()]
+    shares = [r["forward_share"] for r in records]
+    assert shares[:3] == [2 / 3] * 3 and set(shares[3:]) == {None}  # missing: no prediction
+    aggregate = orjson.loads((out / "metrics.json").read_bytes())["metrics"]["forward_share"]
+    assert aggregate["mean"] == 2 / 3 and aggregate["method"] == "bootstrap"
+    assert (aggregate["n"], aggregate["n_excluded"]) == (3, len(records) - 3)
+    bare = _condvln("evaluate", str(dataset), str(run), "--out", str(tmp_path / "bare"),
+                    "-j", "1", plugins=())  # fmt: skip
+    assert bare.returncode == 0, bare.stderr
+    assert "forward_share" not in (tmp_path / "bare" / "metrics.json").read_text()
 
 
 def test_a_plugin_scene_source_loads_by_name() -> None:

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -161,14 +160,17 @@ def test_killed_server_fails_episodes_and_resume_completes(
 
 
 def test_slow_server_times_out(dataset: Path, tmp_path: Path, servers: list) -> None:
+    """The server sleeps 1 s before each action: the calls are interrupted at 0.3 s (the
+    watchdog or the request's deadline), not measured after the answer came ("took …")."""
     server = Server(f"{AGENT_FILE}:DetectionAgent", "--arg", "sleep=1.0")
     servers.append(server)
-    started = time.perf_counter()
     summary = run_agent(server.url, dataset, "train", tmp_path, limit=2, step_timeout=0.3)
-    assert time.perf_counter() - started < 10
     assert summary.failures == {"timeout": 2}
     records = read_trajectories(tmp_path / "trajectories.jsonl")
-    assert all(r["status"] == "timeout" and "0.3 s" in r["reason"] for r in records)
+    # the first act is cut; the server, still sleeping on it, may make the next reset late too
+    assert all(r["status"] == "timeout" and r["reason"].endswith(" 0.3 s") for r in records)
+    assert all(r["reason"].startswith(("act: ", "reset: ")) for r in records)
+    assert not [r for r in records if "within" not in r["reason"] or "took" in r["reason"]]
 
 
 class _BadServer(http.server.BaseHTTPRequestHandler):
@@ -194,7 +196,7 @@ class _BadServer(http.server.BaseHTTPRequestHandler):
         if self.path == "/reset":
             self._send(b'{"ok": true}')
         elif self.server.act_body == "silent":  # type: ignore[attr-defined]
-            time.sleep(3)
+            self.server.release.wait()  # type: ignore[attr-defined]  # never answers
         else:
             self._send(self.server.act_body)  # type: ignore[attr-defined]
 
@@ -203,9 +205,11 @@ class _BadServer(http.server.BaseHTTPRequestHandler):
 def bad_server() -> Iterator[http.server.ThreadingHTTPServer]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _BadServer)
     server.daemon_threads = True
+    server.release = threading.Event()  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
+    server.release.set()  # type: ignore[attr-defined]
     server.shutdown()
     server.server_close()
 
@@ -246,10 +250,8 @@ def test_client_read_and_connect_timeouts(bad_server: http.server.HTTPServer) ->
     agent = RemoteAgent(f"http://127.0.0.1:{bad_server.server_address[1]}", read_timeout=0.3)
     view = EpisodeView(1, "s", "go", 10, ObservationProtocol(), None, 0)
     agent.reset(view)
-    started = time.perf_counter()
     with pytest.raises(AgentTimeout, match=r"within 0\.3 s"):
-        agent.act({"step": 0})
-    assert time.perf_counter() - started < 2
+        agent.act({"step": 0})  # the server never answers: only the deadline ends the call
     # a listening socket whose accept queue is full: the handshake never completes
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -264,10 +266,8 @@ def test_client_read_and_connect_timeouts(bad_server: http.server.HTTPServer) ->
             fillers.append(filler)
         # once the first handshake is done the accept queue (backlog 0) is full
         assert select.select([], fillers[:1], [], 10)[1], "the first filler did not connect"
-        started = time.perf_counter()
-        with pytest.raises(ConfigError, match=r"agent server http://127\.0\.0\.1"):
-            RemoteAgent(f"http://127.0.0.1:{port}", connect_timeout=0.5)
-        assert time.perf_counter() - started < 5
+        with pytest.raises(ConfigError, match=r"cannot connect to .* within 0\.5 s"):
+            RemoteAgent(f"http://127.0.0.1:{port}", connect_timeout=0.5)  # never accepted
     finally:
         for filler in fillers:
             filler.close()

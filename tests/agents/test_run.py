@@ -10,10 +10,10 @@ import pytest
 from condvln import __version__
 from condvln.agents import run_agent
 from condvln.agents.run import episode_specs, read_trajectories
-from condvln.dataset.vlnce import load_split, split_path
 from condvln.errors import ConfigError
 from condvln.io import read_json
 from condvln.sim.protocol import ObservationProtocol
+from condvln.vlnce import load_split, split_path
 
 
 def test_run_folder_layout(dataset: Path, tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ def test_run_and_evaluate_manifests_carry_provenance(dataset: Path, tmp_path: Pa
     assert max(map(len, result.stdout.splitlines())) <= 80 and "…" not in result.stdout
     assert (
         "Table 2: main results (%)" in result.stdout
-        and "Table 3: CSR by depth d and chain ℓ" in result.stdout
+        and "Table 3: CSR (paper) by depth d and chain ℓ" in result.stdout
     )
     assert "| random |" in (out / "table2.md").read_text()  # named after the run's agent
     scored = orjson.loads((out / "manifest.json").read_bytes())["provenance"]

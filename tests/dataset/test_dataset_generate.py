@@ -19,10 +19,10 @@ from condvln.dataset.episode import EPISODE_KEYS, TEST_EPISODE_KEYS
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.dataset.oracle import oracle_transform
 from condvln.dataset.validate import validate_dataset
-from condvln.dataset.vlnce import SPLITS, split_path
 from condvln.errors import ConfigError
 from condvln.program.ast import leaf_paths
 from condvln.program.parse import parse
+from condvln.vlnce import SPLITS, split_path
 
 CONFIG = GenerateConfig(scenes=10, per_scene=40, seed=3, branch_steps=(1, 2, 3))
 """Arms of 1–3 targets, so in-branch subgoals are covered (the default design takes one)."""

@@ -8,7 +8,6 @@ import gzip
 import json
 import re
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,11 @@ import pytest
 from condvln.dataset import generate as generate_module
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.dataset.validate import validate_dataset
-from condvln.dataset.vlnce import SPLITS, split_path
 from condvln.errors import ConfigError
 from condvln.scene.identity import scene_fingerprint
 from condvln.scene.serialize import load_scene, save_scene, scene_from_dict
 from condvln.scene.sources import load
+from condvln.vlnce import SPLITS, split_path
 
 
 def _read(path: Path) -> dict:
@@ -180,10 +179,8 @@ def test_two_houses_with_one_scene_id_are_refused_before_any_work(
 
     monkeypatch.setattr(generate_module, "run_synthesis", no_work)
     config = GenerateConfig(source="condvln", inputs=(str(folder),), scenes=None, per_scene=5)
-    started = time.perf_counter()
     with pytest.raises(ConfigError, match="both give scene 'procedural/seed-1'"):
-        generate_dataset(config, tmp_path / "ds", workers=1)
-    assert time.perf_counter() - started < 10
+        generate_dataset(config, tmp_path / "ds", workers=1)  # before any work: no_work
     assert not (tmp_path / "ds").exists()
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from condvln.errors import ConfigError
 from condvln.evaluation.aggregate import (
+    _resampled_sums,
     aggregate,
     bootstrap_interval,
     breakdown,
@@ -118,3 +119,17 @@ def test_pair_consistency() -> None:
     a = pair_consistency(recs)
     assert (a.mean, a.n, a.n_excluded, a.method) == (0.5, 2, 1, "wilson")
     assert pair_consistency(recs, correct_key="missing").mean == 0.0
+
+
+def test_resampled_sums_count_every_draw() -> None:
+    """The compiled counting gives the sums of the plain formulation (draw indices, bincount,
+    matrix product) from the same generator state, bit for bit; chunks included."""
+    values = np.random.default_rng(5).random((700, 4))
+    sums = _resampled_sums(values, np.random.default_rng(9), 5000)
+    rng, expected = np.random.default_rng(9), []
+    for start in range(0, 5000, 2_000_000 // 700):
+        b = min(2_000_000 // 700, 5000 - start)
+        idx = rng.integers(0, 700, size=(b, 700)) + (np.arange(b) * 700)[:, None]
+        counts = np.bincount(idx.ravel(), minlength=b * 700).reshape(b, 700)
+        expected.append(counts.astype(np.float64) @ values)
+    assert np.array_equal(sums, np.vstack(expected))

@@ -101,7 +101,8 @@ def test_aggregates_over_all_episodes() -> None:
     assert check_invariants(aggregate(records)) == []
     t2 = table2({"run": [r | {"source_dataset": "x"} for r in records]}, diagnostics=False)
     row = dict(zip(t2.columns, t2.rows[0].values, strict=True))
-    assert row["x BSA"] == pytest.approx(80.0) and row["x CSR"] == pytest.approx(20.0)
+    assert row["x BSA (paper)"] == pytest.approx(80.0)
+    assert row["x CSR (paper)"] == pytest.approx(20.0)
     assert row["x BSA_branch"] == pytest.approx(200 / 7)
     assert row["x CSR_all"] == pytest.approx(100 / 7)
     t3 = table3({"run": [r | {"depth": 1, "chain": 1} for r in records]})

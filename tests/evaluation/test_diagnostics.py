@@ -143,3 +143,21 @@ def test_no_action_log_gives_none_turn_count() -> None:
 @pytest.mark.parametrize("success", [0, 1])
 def test_failure_category_is_none_iff_success(success: int) -> None:
     assert (d.failure_category(success=success) is None) == bool(success)
+
+
+def test_compiled_counts_equal_the_array_formulation() -> None:
+    """forward_back / cancelling_turns (one compiled pass) against the array formulation of
+    their definitions on random walks with turns, back-steps and repeated positions."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(0, 60))
+        steps = rng.choice([-0.25, 0.0, 0.25], size=(n, 3)) * [1, 0, 1]
+        positions = np.cumsum(steps + rng.normal(scale=0.01, size=(n, 3)) * (steps != 0), axis=0)
+        keep = np.ones(n, dtype=bool)
+        keep[1:] = (np.diff(positions, axis=0) != 0).any(axis=1)
+        q = positions[keep]
+        back = np.linalg.norm(q[2:] - q[:-2], axis=-1) < 0.05 if len(q) >= 3 else []
+        assert d.forward_back(positions) == int(np.count_nonzero(back))
+        actions = rng.integers(0, 4, size=n)
+        pairs = list(itertools.pairwise(actions.tolist()))
+        assert d.cancelling_turns(actions) == sum(p in ((2, 3), (3, 2)) for p in pairs)

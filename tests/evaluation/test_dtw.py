@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from condvln.errors import ValidationError
-from condvln.evaluation.dtw import dedup_mask, dtw
+from condvln.evaluation.dtw import dedup_mask, dtw, euclidean_alignment
 from condvln.evaluation.spaces import pairwise_euclidean
 
 
@@ -66,3 +66,26 @@ def test_dedup_mask_on_positions_and_node_ids() -> None:
     assert dedup_mask(np.empty((0, 3))).tolist() == []
     pts = np.array([[0.0, 0, 0], [0.0, 0, 1e-12], [0.0, 0, 1e-12]])
     assert dedup_mask(pts).tolist() == [True, True, False]
+
+
+paths = st.tuples(st.integers(1, 40), st.integers(1, 60), st.integers(0, 2**32 - 1))
+
+
+@settings(max_examples=150, deadline=None)
+@given(paths, st.booleans())
+def test_euclidean_alignment_equals_the_cost_matrix_path(shape: tuple, dedup: bool) -> None:
+    """The fused kernel (no cost matrix) gives the DTW and the row minima of the matrix path
+    on random walks with repeated positions (in-place turns), to 1e-9."""
+    m, n, seed = shape
+    rng = np.random.default_rng(seed)
+    reference = np.cumsum(rng.normal(size=(m, 3)), axis=0)
+    trajectory = np.cumsum(rng.normal(size=(n, 3)) * (rng.random((n, 1)) < 0.6), axis=0)
+    cost = pairwise_euclidean(reference, trajectory)
+    value, nearest = euclidean_alignment(reference, trajectory, dedup=dedup)
+    assert value == pytest.approx(dtw(cost[:, dedup_mask(trajectory)] if dedup else cost), abs=1e-9)
+    np.testing.assert_allclose(nearest, cost.min(axis=1), rtol=0, atol=1e-9)
+
+
+def test_euclidean_alignment_rejects_empty_paths() -> None:
+    with pytest.raises(ValidationError, match="non-empty"):
+        euclidean_alignment(np.zeros((0, 3)), np.zeros((2, 3)))

@@ -18,13 +18,16 @@ import pytest
 from rich.console import Console
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.dataset.vlnce import dump_gz, split_path
 from condvln.errors import ConfigError, FormatError
+from condvln.evaluation import specs
 from condvln.evaluation.evaluate import evaluate_run, load_split_episodes, render_summary
 from condvln.evaluation.predictions import read_predictions
+from condvln.evaluation.specs import MetricSpec
 from condvln.evaluation.tables import FAILURE_CATEGORIES, table2, table3
 from condvln.nav import GridNavigator
+from condvln.registry import Registry
 from condvln.scene.serialize import load_scene
+from condvln.vlnce import dump_gz, split_path
 
 SPLIT = "train"
 Episode = dict[str, Any]
@@ -235,7 +238,7 @@ def test_wrong_branch_agent(dataset: Path, episodes: list[Episode], tmp_path: Pa
     assert result["metrics"]["counts"]["missing"] == len(episodes) - len(paths)
     row = table2({"wrong": records}).rows[0]
     columns = table2({"wrong": records}).columns
-    assert row.values[columns.index("procedural CSR")] == 0.0
+    assert row.values[columns.index("procedural CSR (paper)")] == 0.0
     assert row.values[columns.index("diagnostics WB")] == 100.0
     assert row.values[columns.index("diagnostics wrong_branch")] == 100.0
 
@@ -278,6 +281,18 @@ def test_agent_that_never_moves(dataset: Path, episodes: list[Episode], tmp_path
     assert all(r["success"] == 0 and r["failure_category"] for r in result["records"])
     assert result["metrics"]["invariants"]["ok"]
     _assert_finite_outputs(tmp_path / "o")
+
+
+def test_a_plugin_metric_may_not_take_a_record_key(
+    dataset: Path, episodes: list[Episode], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry: Registry[MetricSpec] = Registry("metric")
+    registry.add("scene_id", MetricSpec("scene_id", "binary", "a clash", score=lambda r: 1))
+    monkeypatch.setattr(specs, "METRICS", registry)
+    paths = {e["episode_id"]: [e["start_position"]] * 2 for e in episodes[:2]}
+    preds = _write_jsonl(tmp_path / "p.jsonl", paths)
+    with pytest.raises(ConfigError, match=r"^metric 'scene_id' has the name of a key of every "):
+        evaluate_run(dataset, preds, tmp_path / "out", split=SPLIT)
 
 
 def test_missing_extra_and_off_map(dataset: Path, episodes: list[Episode], tmp_path: Path) -> None:
@@ -407,12 +422,12 @@ def test_tables_with_two_runs() -> None:
     runs = {"oracle": good, "blind": bad}
     t2 = table2(runs)
     assert [g for g, _ in t2.groups] == ["gibson", "mp3d", "all", "diagnostics"]
-    assert t2.groups[0][1] == ("SR", "SPL", "BSA", "CSR", "BSA_branch", "CSR_all")
+    assert t2.groups[0][1] == ("SR", "SPL", "BSA_branch", "CSR_all", "BSA (paper)", "CSR (paper)")
     assert t2.groups[-1][1] == ("BA", "chance", "SR-any", "WB", "fault", *FAILURE_CATEGORIES)
     oracle, blind = (dict(zip(t2.columns, row.values, strict=True)) for row in t2.rows)
     assert [r.name for r in t2.rows] == ["oracle", "blind"] and t2.rows[1].n == 2
     assert oracle["gibson SR"] == 100.0 and oracle["mp3d SPL"] == 50.0
-    assert blind["mp3d SR"] is None and blind["all CSR"] == 0.0
+    assert blind["mp3d SR"] is None and blind["all CSR (paper)"] == 0.0
     assert blind["diagnostics WB"] == 50.0 and blind["diagnostics navigation"] == 50.0
     md = t2.to_markdown().splitlines()
     assert md[2].startswith("| Model | N | gibson SR") and md[4].startswith("| oracle | 2 | 100.0")
@@ -428,14 +443,24 @@ def test_tables_with_two_runs() -> None:
     assert [g for g, _ in t3.groups] == [
         f"{s} {c}" for s in ("gibson", "mp3d", "all") for c in cells
     ]
-    assert all(cols == ("BSA", "CSR", "BSA_branch", "CSR_all") for _, cols in t3.groups)
+    assert all(
+        cols == ("BSA_branch", "CSR_all", "BSA (paper)", "CSR (paper)") for _, cols in t3.groups
+    )
     oracle3, blind3 = (dict(zip(t3.columns, row.values, strict=True)) for row in t3.rows)
     assert (
-        oracle3["gibson base d=1,ℓ=1 CSR"] == 100.0 and oracle3["mp3d depth d=2,ℓ=1 BSA"] == 100.0
+        oracle3["gibson base d=1,ℓ=1 CSR (paper)"] == 100.0
+        and oracle3["mp3d depth d=2,ℓ=1 BSA (paper)"] == 100.0
     )
-    assert oracle3["gibson depth d=2,ℓ=1 BSA"] is None and oracle3["all depth d=2,ℓ=1 BSA"] == 100.0
-    assert blind3["gibson chain d=1,ℓ=2 CSR"] == 0.0 and blind3["all depth d=3,ℓ=1 BSA"] is None
-    assert blind3["mp3d base d=1,ℓ=1 CSR"] is None  # blind has no mp3d episode: empty, no crash
+    assert (
+        oracle3["gibson depth d=2,ℓ=1 BSA (paper)"] is None
+        and oracle3["all depth d=2,ℓ=1 BSA (paper)"] == 100.0
+    )
+    assert (
+        blind3["gibson chain d=1,ℓ=2 CSR (paper)"] == 0.0
+        and blind3["all depth d=3,ℓ=1 BSA (paper)"] is None
+    )
+    # blind has no mp3d episode: empty, no crash
+    assert blind3["mp3d base d=1,ℓ=1 CSR (paper)"] is None
     single = table3([("oracle", good[:1])])  # one source: the paper's unprefixed groups
     assert [g for g, _ in single.groups] == cells
     assert "100.00" in t3.to_markdown() and t3.to_rich().row_count == 2

@@ -33,10 +33,10 @@ import pytest
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.dataset.validate import validate_dataset
-from condvln.dataset.vlnce import SPLITS
 from condvln.errors import ValidationError
 from condvln.evaluation import GraphSpace, MetricOptions, score_episode
 from condvln.evaluation.evaluate import evaluate_run
+from condvln.vlnce import SPLITS
 
 D_TH = 3.0  # VLN-CE's TASK.NDTW.SUCCESS_DISTANCE
 STEP = 0.25  # VLN-CE's FORWARD_STEP_SIZE

@@ -14,7 +14,7 @@ import orjson
 import pytest
 from yacs.config import CfgNode
 
-from condvln.dataset.vlnce import SPLITS
+from condvln.vlnce import SPLITS
 
 HERE = Path(__file__).resolve().parent
 VLNCE_TASK = HERE.parent / "data" / "vlnce" / "vlnce_task.yaml"

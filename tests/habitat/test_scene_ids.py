@@ -10,10 +10,10 @@ import orjson
 import pytest
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.dataset.vlnce import SCENE_INDEX, SPLITS, load_scene_index, scene_json_path
 from condvln.errors import FormatError
 from condvln.habitat.layout import REPLICACAD_DATASET_CONFIG
 from condvln.scene.serialize import load_scene
+from condvln.vlnce import SCENE_INDEX, SPLITS, load_scene_index, scene_json_path
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -154,7 +154,7 @@ def write_gz(path: Path, obj: Any) -> None:
 
 def _only(source: Path, dest: Path, keep: tuple[str, ...]) -> None:
     """Copy ``source`` keeping the first episode of each split in ``keep``, emptying the others."""
-    from condvln.dataset.vlnce import SPLITS, split_path
+    from condvln.vlnce import SPLITS, split_path
 
     shutil.copytree(source, dest)
     for split in SPLITS:
@@ -201,7 +201,7 @@ def _shards(dataset: Path, root: Path) -> Path:
 @pytest.fixture(scope="session")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
     from condvln.dataset.generate import GenerateConfig, generate_dataset
-    from condvln.dataset.vlnce import split_path
+    from condvln.vlnce import split_path
 
     root = tmp_path_factory.mktemp("hostile-base")
     full = root / "full"
@@ -423,7 +423,7 @@ def _mutated(split: str, path: str, value: Any, answer: bool = False) -> Callabl
     """A dataset copy whose first ``split`` episode (or its test answer) has ``path = value``."""
 
     def build(ctx: Ctx) -> Path:
-        from condvln.dataset.vlnce import split_path
+        from condvln.vlnce import split_path
 
         ds = ctx.dataset("test" if split == "test" else "vu")
         file = split_path(ds, split, "_answers" if answer else "")
@@ -440,7 +440,7 @@ def _mutated(split: str, path: str, value: Any, answer: bool = False) -> Callabl
 
 def _predictions_for(ctx: Ctx, ds: Path, split: str) -> Path:
     """A valid JSONL prediction of the episode of ``split`` (start pose, then STOP)."""
-    from condvln.dataset.vlnce import split_path
+    from condvln.vlnce import split_path
 
     try:
         file = split_path(ds, split)
@@ -597,7 +597,7 @@ def split_file_cases() -> list[Case]:
         for split_file in ("val_unseen", "val_unseen_gt"):
 
             def build(ctx: Ctx, make=make, split_file=split_file) -> Path:
-                from condvln.dataset.vlnce import split_path
+                from condvln.vlnce import split_path
 
                 ds = ctx.dataset()
                 suffix = "_gt" if split_file.endswith("_gt") else ""
@@ -629,7 +629,7 @@ def split_file_cases() -> list[Case]:
         make = FILE_HOSTILES[name][0]
 
         def build_missing(ctx: Ctx, make=make) -> Path:
-            from condvln.dataset.vlnce import split_path
+            from condvln.vlnce import split_path
 
             ds = ctx.dataset()
             make(split_path(ds, "train"))
@@ -715,7 +715,7 @@ def scene_file_cases() -> list[Case]:
     for name, (make, needle) in SCENE_HOSTILES.items():
 
         def build(ctx: Ctx, make=make) -> Path:
-            from condvln.dataset.vlnce import split_path
+            from condvln.vlnce import split_path
 
             ds = ctx.dataset()
             episode = read_gz(split_path(ds, "val_unseen"))["episodes"][0]
@@ -1554,7 +1554,7 @@ def _edit_scenes(dataset: Path, edit: Callable[[dict], None]) -> None:
 
 
 def _instruction(results: Path, text: str) -> None:
-    from condvln.dataset.vlnce import split_path
+    from condvln.vlnce import split_path
 
     path = split_path(results / "dataset", "val_unseen")
     doc = read_gz(path)
@@ -2063,7 +2063,7 @@ def _disguised(path: Path) -> bytes:
 
 def _house_in(ctx: Ctx, source: str, target: str, how: str) -> Path:
     """The one-per-split dataset with ``target``'s episode pointed at ``source``'s house."""
-    from condvln.dataset.vlnce import split_path
+    from condvln.vlnce import split_path
 
     ds = ctx.dataset("each")
 
@@ -2123,7 +2123,7 @@ def _generated_once(ctx: Ctx) -> None:
 def duplicate_scene_cases() -> list[Case]:
     import itertools
 
-    from condvln.dataset.vlnce import SPLITS
+    from condvln.vlnce import SPLITS
 
     cases = []
     for source, target in itertools.permutations(SPLITS, 2):

@@ -8,8 +8,9 @@ from shapely.geometry import Point
 
 from condvln.errors import ConfigError, ValidationError
 from condvln.nav import AgentSpec, GridConfig, build_nav_area
-from condvln.nav.area import blocks_agent, footprint_distance, room_floor
+from condvln.nav.area import blocks_agent, footprint_distance
 from condvln.nav.grid import GridFrame
+from condvln.scene.ground import room_floor
 from condvln.scene.model import Door, Room, Scene, SceneObject
 
 

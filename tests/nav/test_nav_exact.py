@@ -15,8 +15,8 @@ from shapely.geometry import Point, Polygon, box
 from shapely.geometry.base import BaseGeometry
 
 from condvln.nav import AgentSpec, ExactNavigator, GridNavigator, Navigator, make_navigator
-from condvln.nav.area import DOOR_TOLERANCE
 from condvln.nav.polygon import NavPolygon, polygon_parts
+from condvln.scene.ground import DOOR_TOLERANCE
 from condvln.scene.model import Door, Room, Scene, SceneObject
 from condvln.scene.sources import load
 

@@ -83,28 +83,37 @@ def test_run_and_evaluate_on_ray_equal_local(dataset: Path, sleepy: str, tmp_pat
 
 
 def test_killed_worker_is_retried(dataset: Path, sleepy: str, tmp_path: Path) -> None:
-    """SIGKILL one actor process mid-run: it restarts, its task is retried, same bytes."""
-    pids = tmp_path / "pids"
+    """SIGKILL one actor process mid-run: it restarts, its task is retried, same bytes.
+
+    Both actors say when they are inside a task and wait at a gate (files), so the kill lands
+    mid-task however slow the machine is."""
+    pids, gate = tmp_path / "pids", tmp_path / "gate"
     pids.mkdir()
-    args = {"sleep": 0.004, "pid_dir": str(pids)}
+    gate.mkdir()
+    args = {"sleep": 0.004, "pid_dir": str(pids), "gate": str(gate)}
     killed: list[int] = []
 
+    def waiting() -> list[int]:
+        return sorted(int(p.name) for p in gate.iterdir() if p.name.isdigit())
+
     def kill_one() -> None:
-        deadline = time.monotonic() + 120
-        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+        deadline = time.monotonic() + 300  # a bound against hanging, not a wait
+        while len(waiting()) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(0.8)  # both actors are inside a task now
-        victim = int(sorted(pids.iterdir())[0].name)
-        os.kill(victim, signal.SIGKILL)
-        killed.append(victim)
+        if len(waiting()) == 2 and not (gate / "open").exists():
+            os.kill(waiting()[0], signal.SIGKILL)  # inside a task, at the gate
+            killed.append(waiting()[0])
+        (gate / "open").touch()
 
     killer = threading.Thread(target=kill_one)
     killer.start()
-    try:
+    try:  # no step timeout: the first act of each actor waits at the gate
         summary = run_agent(
-            sleepy, dataset, "train", tmp_path / "ray", agent_args=args, executor=RAY
-        )
+            sleepy, dataset, "train", tmp_path / "ray", agent_args=args, executor=RAY,
+            step_timeout=0,
+        )  # fmt: skip
     finally:
+        (gate / "open").touch()
         killer.join()
     assert killed and summary.ran == summary.episodes
     assert len(list(pids.iterdir())) == 3  # the killed actor was restarted once

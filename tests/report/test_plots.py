@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from condvln.evaluation.aggregate import aggregate_values, wilson_interval
-from condvln.evaluation.metrics import METRICS
+from condvln.evaluation.specs import METRICS
 from condvln.report import plots
 
 

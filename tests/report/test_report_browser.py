@@ -11,6 +11,8 @@ import orjson
 import pytest
 from PIL import Image
 
+from condvln.evaluation.tables import COLUMN_KEYS
+
 RUN_ORDER = ("random", "goal_only", "condition_blind", "text_prior", "commonsense_prior",
              "neurosymbolic", "neurosymbolic+noise", "oracle_linear")  # fmt: skip
 TABLE3_CATEGORY = {
@@ -20,7 +22,13 @@ TABLE3_CATEGORY = {
     "chain d=1,ℓ=2": "chain",
     "chain d=1,ℓ=3": "long_chain",
 }
-TABLE2_KEYS = {"SR": "success", "SPL": "spl", "BSA": "bsa", "CSR": "csr"}
+TABLE2_KEYS = {"SR": "success", "SPL": "spl", "BSA (paper)": "bsa", "CSR (paper)": "csr"}
+
+
+def _split_column(name: str) -> tuple[str, str]:
+    """``"<group> <column>"`` → (group, column); column labels may contain spaces."""
+    column = next(c for c in COLUMN_KEYS if name.endswith(f" {c}"))
+    return name.removesuffix(f" {column}"), column
 
 
 def _metrics(bench: Path, run: str) -> dict[str, Any]:
@@ -75,7 +83,11 @@ def test_table_numbers_equal_metrics_json(page: Any, bench: Path) -> None:
     checked = 0
     for cell in table2:
         metrics = _metrics(bench, cell["run"])
-        group, _, column = cell["col"].rpartition(" ")
+        group, column = (
+            cell["col"].rpartition(" ")[::2]
+            if cell["col"].startswith("diagnostics ")
+            else _split_column(cell["col"])
+        )
         if group == "diagnostics" and column in metrics["failure_categories"]:
             expected = 100 * metrics["failure_categories"][column]["share"]
         elif group == "diagnostics" and column == "WB":
@@ -93,11 +105,11 @@ def test_table_numbers_equal_metrics_json(page: Any, bench: Path) -> None:
     table3 = _cells(page, "table3")
     checked = 0
     for cell in table3:
-        group, _, column = cell["col"].rpartition(" ")
+        group, column = _split_column(cell["col"])
         category = _metrics(bench, cell["run"])["breakdowns"]["category"].get(
             TABLE3_CATEGORY[group]
         )
-        mean = None if category is None else category["metrics"][column.lower()]["mean"]
+        mean = None if category is None else category["metrics"][COLUMN_KEYS[column]]["mean"]
         if mean is None:
             assert cell["value"] == "" and cell["text"] == "–", cell
         else:

@@ -19,9 +19,9 @@ from typing import Any
 import orjson
 import pytest
 
-from condvln.dataset.vlnce import split_path
 from condvln.evaluation.evaluate import evaluate_run
 from condvln.report.html import write_report
+from condvln.vlnce import split_path
 
 PAYLOAD = (
     "<script>alert('s')</script></script><img src=x onerror=alert(1)>{{data}}{{ title }}"

@@ -7,7 +7,14 @@ from typing import Any
 import numpy as np
 
 from condvln.program.ast import Exists, Go, If, Program, Ref
-from condvln.synth.audit import BagOfWords, Tolerances, leakage_audit, violations
+from condvln.synth.audit import (
+    PRIOR_PROBES,
+    PROBES,
+    BagOfWords,
+    Tolerances,
+    leakage_audit,
+    violations,
+)
 
 CATEGORIES = ["sofa", "lamp", "desk", "stool"]
 
@@ -68,7 +75,7 @@ def test_bag_of_words_learns_a_word_that_names_the_branch() -> None:
 
 
 def _write_dataset(root, train, evaluation) -> None:
-    from condvln.dataset.vlnce import dump_gz, split_path
+    from condvln.vlnce import dump_gz, split_path
 
     for split, episodes in (("train", train), ("val_unseen", evaluation)):
         path = split_path(root, split)
@@ -95,10 +102,9 @@ def test_audit_leakage_command_exits_1_on_a_leak_and_2_on_bad_files(tmp_path, cl
 def _report(n: int, accuracy: float) -> dict[str, Any]:
     """Every probe at ``accuracy`` over ``n`` episodes of chance 40 %, no condition cells."""
     cell = {"n": n, "accuracy": accuracy, "chance": 40.0}
-    probes = ("text_prior", "commonsense_prior", "bag_of_words", "constant_branch", "nearest_goal")
     return {
-        "branch": {p: {"all": dict(cell)} for p in probes},
-        "conditions": {"text_prior": {}, "commonsense_prior": {}},
+        "branch": {p: {"all": dict(cell)} for p in PROBES},
+        "conditions": {p: {} for p in PRIOR_PROBES},
     }
 
 
@@ -107,8 +113,9 @@ def test_overall_limits_widen_to_sampling_noise_on_small_datasets() -> None:
     over chance) is noise; at n = 3,000 they are 1.8 pp and the fixed ±3 / ±2 pp apply."""
     assert violations(_report(30, 46.7)) == []
     fixed = violations(_report(30, 46.7), Tolerances(standard_errors=0.0))
+    assert len(fixed) == len(PROBES)
     assert (
-        len(fixed) == 5 and fixed[0] == "text_prior all: 46.7% vs 40.0% (n=30, tolerance ±3.0 pp)"
+        fixed[0] == "text_prior all: 46.7% vs 40.0%, +6.7 pp above chance (n=30, tolerance ±3.0 pp)"
     )
     assert violations(_report(30, 58.0)) != []
     large = violations(_report(3000, 42.5))

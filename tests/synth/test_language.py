@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.dataset.vlnce import available_splits, load_split
 from condvln.graph import RelationConfig, build_scene_graph
 from condvln.program.ast import Exists, Go, If, Program, Ref, Relation, iter_ifs, program_from_dict
 from condvln.program.interpret import ProgramError, denote
@@ -30,6 +29,7 @@ from condvln.scene.model import Room, Scene, SceneObject
 from condvln.scene.serialize import load_scene
 from condvln.scene.sources import load
 from condvln.synth.refexpr import describe
+from condvln.vlnce import available_splits, load_split
 
 BEARING = {
     name: 45.0 * k

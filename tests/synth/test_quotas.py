@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.dataset.vlnce import load_split
 from condvln.graph import build_scene_graph
 from condvln.program.ast import CATEGORIES
 from condvln.scene.sources import load
@@ -24,6 +23,7 @@ from condvln.synth.sampler import (
     decision_point,
 )
 from condvln.synth.shapes import SKELETONS
+from condvln.vlnce import load_split
 
 
 def test_category_rows_spread_each_share_over_consecutive_scenes() -> None:

@@ -46,6 +46,11 @@ InstructionSource = Literal["original", "oracle"]
 ObservationFormat = Literal["condvln", "habitat"]
 
 
+DEFAULT_STEP_TIMEOUT = 60.0
+"""Seconds one agent call (``reset``, ``act``, ``act_batch``; over HTTP each request, ``/info``
+included) may take unless the run says otherwise (``--step-timeout``; ``0``: no limit)."""
+
+
 class AgentTimeout(Exception):
     """An agent call that did not return within the step timeout (raised by the harness)."""
 

@@ -32,7 +32,7 @@ from condvln.synth.priors import (
 
 @functools.cache
 def _train_prior(dataset_dir: Path) -> FrequencyPrior:
-    from condvln.dataset.vlnce import load_split
+    from condvln.vlnce import load_split
 
     return FrequencyPrior(labelled_conditions(load_split(dataset_dir, "train")["episodes"]))
 

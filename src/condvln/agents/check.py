@@ -207,7 +207,7 @@ def _checks(
     step_timeout: float,
 ) -> list[Check]:
     try:
-        agent = load_agent(spec, args)
+        agent = load_agent(spec, args, step_timeout=step_timeout)
     except CondVLNError as exc:
         return [Check("loads", "FAIL", str(exc))]
     except Exception as exc:
@@ -263,7 +263,7 @@ def _repeat_checks(
 ) -> list[Check]:
     """Whether a new instance, a second pass and (batched agents) a lockstep batch repeat
     every action of the first pass."""
-    fresh = _run(load_agent(config.agent, config.agent_args), config, specs)
+    fresh = _run(_reload(config), config, specs)
     again = _run(watched, config, specs)
     differ = sorted(set(_same(first, fresh)) | set(_same(first, again)))
     checks = [
@@ -277,7 +277,7 @@ def _repeat_checks(
     ]
     if batched:
         batch = replace(config, batch_size=len(specs))
-        lockstep = _run(load_agent(config.agent, config.agent_args), batch, specs)
+        lockstep = _run(_reload(config), batch, specs)
         differ = _same(first, lockstep)
         checks.append(
             Check("batched", "FAIL", f"lockstep actions differ in episodes {', '.join(differ)}")
@@ -285,6 +285,11 @@ def _repeat_checks(
             else Check("batched", "ok", f"a lockstep batch of {len(specs)} repeats every action")
         )
     return checks
+
+
+def _reload(config: WorkerConfig) -> Any:
+    """A new instance of the checked agent."""
+    return load_agent(config.agent, config.agent_args, step_timeout=config.step_timeout)
 
 
 def _label_check(remote: bool) -> Check:

@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from condvln.agents.base import Agent, is_remote
+from condvln.agents.base import DEFAULT_STEP_TIMEOUT, Agent, is_remote
 from condvln.errors import CondVLNError, ConfigError
 from condvln.registry import Registry
 
@@ -107,12 +107,19 @@ def agent_factory(name: str) -> AgentFactory:
     return _check_factory(name, factory)
 
 
-def load_agent(name: str, args: Mapping[str, Any] | None = None) -> Agent:
+def load_agent(
+    name: str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
+) -> Agent:
     """A new agent instance by name, ``"module:Class"``, ``"file.py:Class"`` or URL.
 
     Args:
         name: The agent spec.
         args: Keyword arguments of the constructor.
+        step_timeout: The run's step timeout (``None``: no limit); for a URL, the deadline of
+            each request (its first ``/info`` included) unless ``args`` set ``read_timeout``.
 
     Raises:
         ConfigError: The agent cannot be loaded, its constructor rejects the arguments
@@ -120,8 +127,11 @@ def load_agent(name: str, args: Mapping[str, Any] | None = None) -> Agent:
             builds has no ``reset`` and ``act`` / ``act_batch``.
     """
     factory = agent_factory(name)
+    kwargs = dict(args or {})
+    if is_remote(name):
+        kwargs.setdefault("read_timeout", step_timeout)
     try:
-        agent = factory(**dict(args or {}))
+        agent = factory(**kwargs)
     except CondVLNError:
         raise
     except TypeError as exc:

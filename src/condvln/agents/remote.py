@@ -32,8 +32,12 @@ array as ``{"__ndarray__": base64 of its C-order bytes, "dtype": dtype.str, "sha
 >>> decode_array(doc["depth"]).tolist()
 [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
 
-The client never hangs: connecting is limited by ``connect_timeout`` and each answer by
-``read_timeout`` (the runner's ``--step-timeout`` interrupts sooner), responses larger than
+The client never hangs: each request, ``/info`` included, has one deadline of
+``read_timeout`` seconds for everything (connecting, sending, the status line, the headers and
+the whole body; :mod:`condvln.agents.http_deadline`), so a server that is silent or sends one
+byte at a time is cut off; connecting alone is also limited by ``connect_timeout``. The runner
+sets ``read_timeout`` to its step timeout (60 s unless ``--step-timeout`` says otherwise;
+``0``: no limit) unless ``--agent-arg read_timeout=…`` is given. Responses larger than
 ``max_response_bytes`` are refused, and any broken connection is reopened at the next call.
 A failed call raises :class:`RemoteAgentError` (or :class:`~condvln.agents.base.AgentTimeout`),
 which the runner records as that episode's ``agent_error`` (``timeout``).
@@ -43,7 +47,6 @@ from __future__ import annotations
 
 import base64
 import http.client
-import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -51,7 +54,8 @@ from urllib.parse import urlsplit
 import numpy as np
 import orjson
 
-from condvln.agents.base import AgentTimeout, EpisodeView
+from condvln.agents.base import DEFAULT_STEP_TIMEOUT, AgentTimeout, EpisodeView
+from condvln.agents.http_deadline import DeadlineHTTPConnection, DeadlineHTTPSConnection
 from condvln.errors import ConfigError
 from condvln.sim.habitat_obs import habitat_observation
 from condvln.sim.protocol import Observation, Vec3
@@ -114,7 +118,8 @@ class RemoteAgent:
     Args:
         url: The server's base URL.
         connect_timeout: Seconds allowed to open a connection.
-        read_timeout: Seconds allowed for one answer.
+        read_timeout: Seconds one request may take from connecting to the last byte of its
+            answer (``None`` or ``0``: no limit).
         max_response_bytes: Largest response body accepted.
 
     Raises:
@@ -126,7 +131,7 @@ class RemoteAgent:
         url: str,
         *,
         connect_timeout: float = 5.0,
-        read_timeout: float = 120.0,
+        read_timeout: float | None = DEFAULT_STEP_TIMEOUT,
         max_response_bytes: int = 1 << 20,
     ) -> None:
         parts = urlsplit(url)
@@ -138,9 +143,9 @@ class RemoteAgent:
         self._port = parts.port or (443 if self._https else 80)
         self._prefix = parts.path.rstrip("/")
         self.connect_timeout = float(connect_timeout)
-        self.read_timeout = float(read_timeout)
+        self.read_timeout = float(read_timeout) if read_timeout else None
         self.max_response_bytes = int(max_response_bytes)
-        self._conn: http.client.HTTPConnection | None = None
+        self._conn: DeadlineHTTPConnection | None = None
         try:
             info = self._request("GET", "/info")
         except (RemoteAgentError, AgentTimeout) as exc:
@@ -215,15 +220,11 @@ class RemoteAgent:
 
     # --- HTTP --------------------------------------------------------------------------------
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self) -> DeadlineHTTPConnection:
+        """The open connection, or a new one (it connects at its first request)."""
         if self._conn is None:
-            kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-            conn = kind(self._host, self._port, timeout=self.connect_timeout)
-            conn.connect()
-            assert conn.sock is not None
-            conn.sock.settimeout(self.read_timeout)
-            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._conn = conn
+            kind = DeadlineHTTPSConnection if self._https else DeadlineHTTPConnection
+            self._conn = kind(self._host, self._port, connect_timeout=self.connect_timeout)
         return self._conn
 
     def _request(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
@@ -232,16 +233,16 @@ class RemoteAgent:
         headers = {"Content-Type": "application/json"} if data is not None else {}
         try:
             conn = self._connection()
+            conn.deadline.start(self.read_timeout)
             conn.request(method, self._prefix + path, body=data, headers=headers)
             response = conn.getresponse()
             raw = self._read(response)
             if response.will_close:
                 self.close()
         except TimeoutError:
+            connected = self._conn is not None and self._conn.sock is not None
             self.close()
-            raise AgentTimeout(
-                f"{method} {path}: no answer from {self.url} within {self.read_timeout:g} s"
-            ) from None
+            raise AgentTimeout(f"{method} {path}: {self._late(connected)}") from None
         except (OSError, http.client.HTTPException) as exc:
             self.close()
             reason = str(exc) or type(exc).__name__
@@ -250,6 +251,13 @@ class RemoteAgent:
             self.close()  # interrupted mid-request (step timeout): the stream is unusable
             raise
         return self._parse(method, path, response.status, raw)
+
+    def _late(self, connected: bool) -> str:
+        """What ran out of time: the answer, or connecting."""
+        if connected and self.read_timeout is not None:
+            return f"no complete answer from {self.url} within {self.read_timeout:g} s"
+        limit = min(self.connect_timeout, self.read_timeout or self.connect_timeout)
+        return f"cannot connect to {self.url} within {limit:g} s"
 
     def _read(self, response: http.client.HTTPResponse) -> bytes:
         limit = self.max_response_bytes

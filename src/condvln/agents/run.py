@@ -257,4 +257,5 @@ def _local_agent(plan: Plan) -> Any:
         return None
     if plan.agent is not None:
         return plan.agent
-    return load_agent(plan.config.agent, plan.config.agent_args)
+    config = plan.config
+    return load_agent(config.agent, config.agent_args, step_timeout=config.step_timeout)

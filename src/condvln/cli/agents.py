@@ -85,7 +85,11 @@ BatchSizeOption = Annotated[
 ]
 StepTimeoutOption = Annotated[
     float | None,
-    typer.Option(help="Seconds an agent call may take; slower steps end the episode."),
+    typer.Option(
+        help="Seconds an agent call (reset, act, act_batch; one HTTP request to an agent server, "
+        "/info included) may take; a slower call ends its episode as timeout. Default 60; "
+        "0: no limit."
+    ),
 ]
 FailFastOption = Annotated[bool, typer.Option(help="Stop at the first episode the agent fails.")]
 

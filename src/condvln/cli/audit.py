@@ -4,7 +4,7 @@ text-only shortcuts (``--leakage``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -45,15 +45,22 @@ def audit_command(
             "trained on train, scored on --split (exit 1 beyond tolerance)."
         ),
     ] = None,
-    split: Annotated[str, typer.Option(help="Split the leakage probes are scored on.")] = (
-        "val_unseen"
-    ),
+    split: Annotated[
+        str,
+        typer.Option(
+            help="Split(s) the leakage probes are scored on, comma-separated (e.g. "
+            "val_unseen,test; test is read with its answers file)."
+        ),
+    ] = "val_unseen",
+    out: Annotated[
+        Path | None, typer.Option(help="Also write the leakage report here (JSON).")
+    ] = None,
 ) -> None:
     """Sample instructions and audit them: counts per bucket, branch balance, rejections."""
     from condvln.synth.pipeline import default_workers, run_synthesis, scene_specs
 
     if leakage is not None:
-        _leakage_audit(leakage, split)
+        _leakage_audit(leakage, split, out)
         return
     specs = scene_specs(source, scenes, inputs or ())
     with MultiProgress(quiet) as bars:
@@ -67,41 +74,24 @@ def audit_command(
     _print_audit(result)
 
 
-def _leakage_audit(dataset: Path, split: str) -> None:
-    from condvln.dataset.vlnce import load_split
+def _leakage_audit(dataset: Path, split: str, out: Path | None) -> None:
     from condvln.errors import FormatError
-    from condvln.io import read_json
-    from condvln.synth.audit import BRANCH_PROBES, PRIOR_PROBES, leakage_audit, violations
+    from condvln.io import atomic_write_bytes, dumps_json, read_json
+    from condvln.synth.audit import leakage_audit, violations
+    from condvln.vlnce import load_split
 
     train = load_split(dataset, "train")["episodes"]
     try:
-        report = leakage_audit(train, load_split(dataset, split)["episodes"])
+        report = leakage_audit(train, _evaluation_episodes(dataset, split))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise FormatError(
             f"episodes lack the CondVLN labels the audit needs ({type(exc).__name__}: {exc})",
             file=str(dataset),
             field="info.condvln",
         ) from None
-    table = Table(title=f"Branch accuracy of blind probes on {split} (%; chance in brackets)")
-    table.add_column("probe")
-    cells = report["branch"]["constant_branch"]
-    keys = [k for k, c in cells.items() if c["n"]]
-    for key in keys:
-        table.add_column(f"{key} (n={cells[key]['n']})", justify="right")
-    for probe in (*BRANCH_PROBES, "constant_branch", "nearest_goal"):
-        row = report["branch"][probe]
-        table.add_row(probe, *(f"{row[k]['accuracy']:.1f} [{row[k]['chance']:.1f}]" for k in keys))
-    console.print(table)
-    kinds = sorted({k for p in PRIOR_PROBES for k in report["conditions"][p]})
-    table = Table(title="Priors' accuracy at a condition's truth (%; 50 is chance)")
-    table.add_column("prior")
-    for kind in kinds:
-        n = report["conditions"][PRIOR_PROBES[0]][kind]["n"]
-        table.add_column(f"{kind} (n={n})", justify="right")
-    for prior in PRIOR_PROBES:
-        row = report["conditions"][prior]
-        table.add_row(prior, *(f"{row[k]['accuracy']:.1f}" for k in kinds))
-    console.print(table)
+    if out is not None:
+        atomic_write_bytes(out, dumps_json(report))
+    _print_leakage(report, split)
     stats = dataset / "stats.json"
     if stats.is_file():
         skewed = read_json(stats).get("branch_balance", {}).get("most_skewed", [])
@@ -117,8 +107,72 @@ def _leakage_audit(dataset: Path, split: str) -> None:
     if problems:
         raise typer.Exit(1)
     console.print(
-        f"OK: no blind probe beats chance beyond tolerance ({report['episodes']} episodes)"
+        f"OK: no blind probe is off chance beyond tolerance, above or below "
+        f"({report['episodes']} episodes)"
     )
+
+
+def _evaluation_episodes(dataset: Path, splits: str) -> list[dict[str, object]]:
+    """The episodes of the comma-separated ``splits``; ``test`` merged with its answers."""
+    from condvln.dataset.schema import load_checked_split
+    from condvln.vlnce import load_split
+
+    episodes: list[dict[str, object]] = []
+    for name in (s.strip() for s in splits.split(",") if s.strip()):
+        if name == "test":
+            episodes += load_checked_split(dataset, name).episodes
+        else:
+            episodes += load_split(dataset, name)["episodes"]
+    return episodes
+
+
+def _print_leakage(report: dict[str, Any], split: str) -> None:
+    from condvln.synth.audit import PRIOR_PROBES, PROBES
+
+    table = Table(title=f"Blind probes on {split}: branch accuracy (%), all episodes")
+    for column in ("probe", "accuracy", "chance", "diff (pp)", "95% CI (pp)", "n"):
+        table.add_column(column, justify="left" if column == "probe" else "right")
+    for probe in PROBES:
+        cell = report["branch"][probe]["all"]
+        if not cell["n"]:
+            table.add_row(probe, "–", "–", "–", "–", "0")
+            continue
+        low, high = cell["ci95"]
+        table.add_row(
+            probe,
+            f"{cell['accuracy']:.1f}",
+            f"{cell['chance']:.1f}",
+            f"{cell['diff']:+.1f}",
+            f"[{low:+.1f}, {high:+.1f}]",
+            str(cell["n"]),
+        )
+    console.print(table)
+    table = Table(title=f"Branch accuracy per category on {split} (%; chance in brackets)")
+    table.add_column("probe")
+    cells = report["branch"]["constant_branch"]
+    keys = [k for k, c in cells.items() if c["n"] and k != "all"]
+    for key in keys:
+        table.add_column(f"{key} (n={cells[key]['n']})", justify="right")
+    for probe in PROBES:
+        row = report["branch"][probe]
+        table.add_row(
+            probe,
+            *(
+                f"{row[k]['accuracy']:.1f} [{row[k]['chance']:.1f}]" if row[k]["n"] else "–"
+                for k in keys
+            ),
+        )
+    console.print(table)
+    kinds = sorted({k for p in PRIOR_PROBES for k in report["conditions"][p]})
+    table = Table(title="Priors' accuracy at a condition's truth (%; 50 is chance)")
+    table.add_column("prior")
+    for kind in kinds:
+        n = report["conditions"][PRIOR_PROBES[0]][kind]["n"]
+        table.add_column(f"{kind} (n={n})", justify="right")
+    for prior in PRIOR_PROBES:
+        row = report["conditions"][prior]
+        table.add_row(prior, *(f"{row[k]['accuracy']:.1f}" for k in kinds))
+    console.print(table)
 
 
 def _print_audit(result: SynthesisResult) -> None:

@@ -1,4 +1,4 @@
-"""Results: ``condvln evaluate``, ``merge``, ``viz`` and ``report``."""
+"""Results: ``condvln evaluate``, ``metrics``, ``merge``, ``viz`` and ``report``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
 
 from condvln.cli.common import (
     SEED_MAX,
@@ -116,6 +119,30 @@ def evaluate_command(  # long: one line per command-line option
     console.print(render_summary(result))
     counts = result["metrics"]["counts"]
     exit_on_failures(counts["agent_failures"], s.allow_failures, counts["episodes"])
+
+
+@app.command("metrics")
+def metrics_command() -> None:
+    """List the metrics (entry points of condvln.metrics), how they aggregate and their packages."""
+    from condvln.errors import ConfigError
+    from condvln.evaluation.specs import METRICS
+
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("metric", "package", "aggregation", "better"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("description", overflow="fold")
+    for name in METRICS.names():
+        origin = METRICS.origin(name)
+        package = "—" if origin is None else str(origin)
+        try:
+            spec = METRICS.get(name)
+        except ConfigError as exc:  # a broken plugin is listed, not fatal
+            table.add_row(name, package, "", "", escape(f"cannot load: {exc}"))
+            continue
+        kind = spec.kind if spec.weight_key is None else f"{spec.kind}, weight {spec.weight_key}"
+        better = {True: "higher", False: "lower", None: "—"}[spec.higher_is_better]
+        table.add_row(name, package, kind, better, escape(spec.description))
+    console.print(table)
 
 
 @app.command("merge")

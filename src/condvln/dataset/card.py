@@ -7,12 +7,16 @@ from typing import Any
 
 import numpy as np
 
+<<<<<<< HEAD
 from condvln.dataset.episode import path_length
 from condvln.dataset.vlnce import SPLITS
+=======
+>>>>>>> main
 from condvln.program.ast import CATEGORIES
 from condvln.program.parse import tokenize
 from condvln.program.render import MAX_WORDS, word_count
 from condvln.program.templates import SLOTS, load_templates
+from condvln.vlnce import SPLITS
 
 REQUESTED_NOTE = (
     "requested = per_scene × the split's scenes (seen scenes are shared by train and val_seen by "

@@ -32,7 +32,6 @@ from condvln.dataset.episode import (
     build_episode,
     path_length,
 )
-from condvln.dataset.vlnce import SCENE_INDEX, SPLITS, build_vocab, dump_gz, encode, split_path
 from condvln.errors import ConfigError
 from condvln.graph import RelationConfig
 from condvln.habitat.layout import composed_scene_files, habitat_scene
@@ -45,6 +44,7 @@ from condvln.scene.serialize import scene_to_json
 from condvln.synth.driver import GENERATION_GRID, success_radius
 from condvln.synth.pipeline import SceneSpec, run_synthesis, scene_seed, scene_specs
 from condvln.synth.sampler import BRANCH_STEPS, Instance, Rejected
+from condvln.vlnce import SCENE_INDEX, SPLITS, build_vocab, dump_gz, encode, split_path
 
 
 class GenerateConfig(BaseModel):

@@ -15,9 +15,9 @@ from pathlib import Path
 import orjson
 
 from condvln.dataset.schema import load_checked_split
-from condvln.dataset.vlnce import SPLITS, dump_gz, encode, split_path
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.io import atomic_directory, check_regular_file, inside, output_path
+from condvln.vlnce import SPLITS, dump_gz, encode, split_path
 
 
 def _copy_dataset(source: Path, dest: Path) -> None:

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from condvln.dataset.vlnce import load_scene_index, load_split, scene_json_path, split_path
 from condvln.errors import FormatError
 from condvln.io import LIMITS, check_regular_file, inside, read_json
+from condvln.vlnce import load_scene_index, load_split, scene_json_path, split_path
 
 Problem = tuple[str, str]
 """``(field, message)``."""

@@ -28,14 +28,6 @@ from condvln.dataset.episode import (
 )
 from condvln.dataset.follower import FORWARD_STEP
 from condvln.dataset.schema import answer_problems, episode_problems, gt_problems
-from condvln.dataset.vlnce import (
-    SPLITS,
-    encode,
-    load_scene_index,
-    load_split,
-    scene_json_path,
-    split_path,
-)
 from condvln.errors import CondVLNError, FormatError
 from condvln.graph import RelationConfig
 from condvln.io import check_regular_file, read_json
@@ -45,6 +37,14 @@ from condvln.program.verify import verify_labels
 from condvln.scene.identity import scene_fingerprint
 from condvln.scene.model import Scene
 from condvln.scene.serialize import load_scene
+from condvln.vlnce import (
+    SPLITS,
+    encode,
+    load_scene_index,
+    load_split,
+    scene_json_path,
+    split_path,
+)
 
 POSITION_TOLERANCE = 1e-6
 """Stored goal positions must equal the recomputed approach points this closely (m)."""
@@ -330,7 +330,7 @@ def validate_dataset(
 ) -> ValidationReport:
     """Check every split of the dataset at ``root``; never raises on bad content.
 
-    Every split of :data:`~condvln.dataset.vlnce.SPLITS` must be present (a missing file, a
+    Every split of :data:`~condvln.vlnce.SPLITS` must be present (a missing file, a
     folder or a dangling symlink in its place is a problem), and the seen, val_unseen and test
     splits must be scene-disjoint: no two splits but train and val_seen share a habitat scene id
     or a house (:func:`~condvln.scene.identity.scene_fingerprint` of the scene file).

@@ -6,7 +6,7 @@
   records, so adding a metric never changes another's interval;
 * ``None`` values (BSA / CSR of excluded episodes, undefined cases) are left out of the mean and
   counted in ``n_excluded``; how each metric aggregates is data in
-  :data:`~condvln.evaluation.metrics.METRICS` (kind, optional weight key).
+  :data:`~condvln.evaluation.specs.METRICS` (kind, optional weight key).
 
 >>> recs = [{"success": 1, "spl": 0.5}, {"success": 0, "spl": 0.0}, {"success": 1, "spl": 1.0}]
 >>> agg = aggregate(recs, seed=0)
@@ -23,12 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import binomtest
 
 from condvln.errors import ConfigError
-from condvln.evaluation.metrics import METRICS, MetricSpec
+from condvln.evaluation.specs import METRICS, MetricSpec
 
 Interval = tuple[float, float]
 
@@ -104,10 +105,19 @@ def _resampled_sums(matrix: np.ndarray, rng: np.random.Generator, n_resamples: i
     sums = []
     for start in range(0, n_resamples, rows):
         b = min(rows, n_resamples - start)
-        idx = rng.integers(0, n, size=(b, n)) + (np.arange(b) * n)[:, None]
-        counts = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n)
-        sums.append(counts.astype(np.float64) @ matrix)
+        sums.append(_draw_counts(rng.integers(0, n, size=(b, n))) @ matrix)
     return np.vstack(sums)
+
+
+@numba.njit(cache=True, nogil=True)
+def _draw_counts(draws: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """How often each episode is drawn in each resample: ``(b, n)`` draws → ``(b, n)`` counts."""
+    b, n = draws.shape
+    counts = np.zeros((b, n))
+    for r in range(b):
+        for i in range(n):
+            counts[r, draws[r, i]] += 1.0
+    return counts
 
 
 def _bootstrap(
@@ -343,5 +353,5 @@ def pair_consistency(
             groups[record[pair_key]].append(bool(record.get(correct_key)))
     both = [float(all(members)) for members in groups.values() if len(members) == 2]
     values: list[float | None] = [*both, *[None] * (len(groups) - len(both))]
-    spec = MetricSpec("binary", "both members of a counterfactual pair correct")
+    spec = MetricSpec("pair_consistency", "binary", "both members of a counterfactual pair correct")
     return aggregate_values("pair_consistency", values, spec=spec, confidence=confidence)

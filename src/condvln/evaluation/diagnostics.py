@@ -15,13 +15,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
-from condvln.evaluation.dtw import dedup_mask
 from condvln.evaluation.metrics import within
 
 FailureCategory = Literal["invalid", "never_stopped", "wrong_branch", "stopped_early", "navigation"]
@@ -74,9 +75,8 @@ def wrong_branch(
     False
     """
     d = np.asarray(leaf_distances, dtype=np.float64)
-    others = np.delete(d, gold_index)
-    close = within(others, radius, strict=strict) & (others < d[gold_index])
-    return bool(stop_called and np.any(close))
+    close = within(d, radius, strict=strict) & (d < d[gold_index])  # never the gold leaf itself
+    return bool(stop_called and close.any())
 
 
 def failure_category(
@@ -137,10 +137,16 @@ def cancelling_turns(actions: Sequence[int] | ArrayLike) -> int:
     >>> cancelling_turns([2, 3, 2])
     2
     """
-    a = np.asarray(actions, dtype=np.int64)
-    first, second = a[:-1], a[1:]
-    cancel = ((first == LEFT) & (second == RIGHT)) | ((first == RIGHT) & (second == LEFT))
-    return int(np.count_nonzero(cancel))
+    return int(_cancelling_turns(np.asarray(actions, dtype=np.int64).ravel()))
+
+
+@numba.njit(cache=True, nogil=True)
+def _cancelling_turns(a: np.ndarray) -> int:  # pragma: no cover - compiled
+    count = 0
+    for j in range(1, a.size):
+        if (a[j - 1] == LEFT and a[j] == RIGHT) or (a[j - 1] == RIGHT and a[j] == LEFT):
+            count += 1
+    return count
 
 
 def forward_back(positions: ArrayLike, tolerance: float = 0.05) -> int:
@@ -159,8 +165,25 @@ def forward_back(positions: ArrayLike, tolerance: float = 0.05) -> int:
     1
     """
     p = np.asarray(positions, dtype=np.float64)
-    q = p[dedup_mask(p)]
-    if len(q) < 3:
+    if len(p) < 3:
         return 0
-    back = np.linalg.norm(q[2:] - q[:-2], axis=-1) < tolerance
-    return int(np.count_nonzero(back))
+    return int(_forward_back(np.ascontiguousarray(p.reshape(len(p), -1)), tolerance))
+
+
+@numba.njit(cache=True, nogil=True)
+def _forward_back(p: np.ndarray, tolerance: float) -> int:  # pragma: no cover - compiled
+    """:func:`forward_back` on ``(n, d)`` positions in one pass: ``one`` / ``two`` are the rows
+    of the last two distinct positions."""
+    count, one, two = 0, 0, -1
+    for j in range(1, p.shape[0]):
+        moved, gap = False, 0.0
+        for c in range(p.shape[1]):
+            moved = moved or p[j, c] != p[one, c]
+            if two >= 0:
+                gap += (p[j, c] - p[two, c]) ** 2
+        if not moved:
+            continue  # a consecutive duplicate (in-place turn, blocked move)
+        if two >= 0 and math.sqrt(gap) < tolerance:
+            count += 1
+        two, one = one, j
+    return count

@@ -18,6 +18,8 @@ process pays the compile time (about a second).
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -61,6 +63,71 @@ def dtw(cost: ArrayLike) -> float:
     if not np.all(np.isfinite(arr)):
         raise ValidationError("DTW cost matrix must be finite")
     return float(_dtw_kernel(arr))
+
+
+@numba.njit(cache=True, nogil=True)
+def _euclidean_kernel(
+    ref: NDArray[np.float64], traj: NDArray[np.float64], dedup: bool
+) -> tuple[float, NDArray[np.float64]]:  # pragma: no cover - compiled
+    m, n, d = ref.shape[0], traj.shape[0], ref.shape[1]
+    prev = np.full(n + 1, np.inf)
+    prev[0] = 0.0
+    cur = np.empty(n + 1)
+    nearest = np.full(m, np.inf)
+    cols = np.empty(n, dtype=np.int64)  # the trajectory columns DTW aligns
+    width = 0
+    for j in range(n):
+        same = j > 0
+        for c in range(d):
+            same = same and traj[j, c] == traj[j - 1, c]
+        if not (dedup and same):
+            cols[width] = j
+            width += 1
+    for k in range(m):
+        cur[0] = np.inf
+        for w in range(width):
+            j = cols[w]
+            s = 0.0
+            for c in range(d):
+                s += (ref[k, c] - traj[j, c]) ** 2
+            dist = math.sqrt(s)
+            nearest[k] = min(nearest[k], dist)
+            cur[w + 1] = dist + min(prev[w], prev[w + 1], cur[w])
+        prev, cur = cur, prev
+    return prev[width], nearest
+
+
+def euclidean_alignment(
+    reference: NDArray[np.float64], trajectory: NDArray[np.float64], *, dedup: bool = True
+) -> tuple[float, NDArray[np.float64]]:
+    """Exact DTW with the Euclidean point distance, and each reference point's distance to the
+    nearest trajectory position (CLS's coverage), without building the cost matrix.
+
+    Equals ``dtw(pairwise_euclidean(reference, trajectory)[:, dedup_mask(trajectory)])`` (all
+    columns with ``dedup=False``) and that matrix's row minima, up to rounding.
+
+    Args:
+        reference: ``(m, d)`` finite positions, ``m`` ≥ 1.
+        trajectory: ``(n, d)`` finite positions, ``n`` ≥ 1.
+        dedup: align the trajectory with consecutive duplicates dropped (VLN-CE's NDTW).
+
+    Raises:
+        ValidationError: on an empty path or a non-finite result (overflowing coordinates).
+
+    >>> value, nearest = euclidean_alignment(np.array([[0.0, 0], [2, 0]]), np.array([[0.0, 1]]))
+    >>> round(value, 6), nearest.round(6).tolist()
+    (3.236068, [1.0, 2.236068])
+    """
+    if len(reference) == 0 or len(trajectory) == 0:
+        raise ValidationError("DTW needs a non-empty reference and trajectory")
+    value, nearest = _euclidean_kernel(
+        np.ascontiguousarray(reference, dtype=np.float64),
+        np.ascontiguousarray(trajectory, dtype=np.float64),
+        dedup,
+    )
+    if not math.isfinite(value):
+        raise ValidationError("DTW cost matrix must be finite")
+    return float(value), nearest
 
 
 def dedup_mask(path: NDArray[np.generic]) -> NDArray[np.bool_]:

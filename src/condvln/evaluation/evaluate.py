@@ -7,7 +7,7 @@ episode of the split in continuous mode with :func:`~.scoring.score_episode`, ag
     episodes.jsonl    one record per dataset episode (dataset order): episode metadata
                       (episode_id, split, scene_id, category, depth, chain, composition,
                       observability, horizon, source_dataset, pair_id), every score key,
-                      off_map_positions
+                      off_map_positions, the value of every plugin metric (:mod:`.specs`)
     metrics.json      counts (episodes, missing, extra, off-map, agent failures, and the
                       summed ``agent_usage`` of agents that record one), aggregates with 95 %
                       intervals, pair consistency, invariant checks, failure categories,
@@ -63,19 +63,12 @@ from typing import Any
 
 import numpy as np
 import orjson
+from numpy.typing import NDArray
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from condvln import __version__
 from condvln.dataset.schema import load_checked_split
-from condvln.dataset.vlnce import (
-    SPLITS,
-    available_splits,
-    load_scene_index,
-    load_split,
-    scene_json_path,
-    split_path,
-)
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants, pair_consistency
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
@@ -88,6 +81,7 @@ from condvln.evaluation.predictions import (
 from condvln.evaluation.reference import VLNCE_STEP, fidelity_reference, gt_locations
 from condvln.evaluation.scoring import Record, invalid_episode, score_episode
 from condvln.evaluation.spaces import ContinuousSpace, FloatArray
+from condvln.evaluation.specs import EpisodeResult, plugin_scores
 from condvln.evaluation.tables import (
     FAILURE_CATEGORIES,
     NDTW_LEGEND,
@@ -105,6 +99,14 @@ from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
 from condvln.scene.model import Scene
 from condvln.scene.serialize import load_scene
+from condvln.vlnce import (
+    SPLITS,
+    available_splits,
+    load_scene_index,
+    load_split,
+    scene_json_path,
+    split_path,
+)
 
 LABEL_KEYS = (
     "category",
@@ -166,6 +168,10 @@ class SceneGeodesic:
         scene = scene if isinstance(scene, Scene) else load_scene(scene)
         self.navigator = ExactNavigator(scene, config=NAV_CONFIG)
         self._fields: dict[tuple[float, ...], ExactField] = {}
+        self._rows: dict[bytes, int] = {}  # target bytes -> row of the tables below
+        polygon = self.navigator.polygon
+        self._vertex_table = np.empty((0, polygon.reflex.size))  # each field's vertex distances
+        self._goal_table = np.empty((0, 3))  # each field's (snapped) goal
 
     def field(self, target: FloatArray) -> ExactField:
         """The exact field of ``target`` (solved once; :class:`Unreachable` if off-map)."""
@@ -201,12 +207,12 @@ class SceneGeodesic:
         unique, inverse = np.ascontiguousarray(points[moved]), np.cumsum(moved) - 1
         polygon = self.navigator.polygon
         snapped, ok = polygon.locate(unique[:, [0, 2]], NAV_CONFIG.max_snap)
-        fields = [self.field(t) for t in targets]
+        index = self._table_rows(np.asarray(targets, dtype=np.float64))
         out = metric_rows(
             *polygon.kernel_args,
             polygon.corners,
-            np.stack([f.vertex_distance for f in fields]),
-            np.array([f.goal for f in fields], dtype=np.float64).reshape(-1, 3),
+            self._vertex_table[index],
+            self._goal_table[index],
             unique,
             np.ascontiguousarray(snapped),
             ok,
@@ -215,6 +221,19 @@ class SceneGeodesic:
             float(np.nextafter(radius, np.inf)),
         )
         return out[:, inverse]
+
+    def _table_rows(self, targets: FloatArray) -> NDArray[np.int64]:
+        """The rows of ``targets``' fields in the vertex and goal tables (solved once each)."""
+        index = np.empty(len(targets), dtype=np.int64)
+        for i, target in enumerate(targets):
+            row = self._rows.get(target.tobytes())
+            if row is None:
+                field = self.field(target)
+                row = self._rows[target.tobytes()] = len(self._goal_table)
+                self._vertex_table = np.vstack([self._vertex_table, field.vertex_distance])
+                self._goal_table = np.vstack([self._goal_table, field.goal])
+            index[i] = row
+        return index
 
 
 def sha256_file(path: Path) -> str:
@@ -396,7 +415,11 @@ def _score_one(
         "agent_fault": None if status is None else status in AGENT_FAILURES,
     } | agent_usage(trajectory)
     meta = _metadata(episode, split) | {"fidelity_reference": source}
-    return meta | score | _branch_choice(episode, score) | agent
+    record = meta | score | _branch_choice(episode, score) | agent
+    plugins = plugin_scores(EpisodeResult(score, episode, trajectory))
+    if taken := sorted(plugins.keys() & record.keys()):
+        raise ConfigError(f"metric '{taken[0]}' has the name of a key of every episode record")
+    return record | plugins
 
 
 def _branch_choice(episode: Mapping[str, Any], score: Record) -> Record:
@@ -704,6 +727,13 @@ def run_input(path: Path) -> tuple[Path, dict[str, Any] | None]:
     return path, manifest
 
 
+def _known_split(split: str | None) -> str | None:
+    """``split`` when it is one of :data:`SPLITS` (or ``None``: not chosen yet)."""
+    if split is not None and split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
+    return split
+
+
 def evaluate_run(
     dataset_dir: str | Path,
     predictions_path: str | Path,
@@ -740,15 +770,9 @@ def evaluate_run(
         ConfigError: unknown split, or one that cannot be told from the predicted ids.
         ValidationError: inconsistent dataset (e.g. a goal off the navigable area).
     """
-    dataset_dir, predictions_path, out_dir = (
-        Path(dataset_dir),
-        Path(predictions_path),
-        output_path(out_dir),
-    )
-    predictions_path, run_manifest = run_input(predictions_path)
-    split = split or (run_manifest or {}).get("split")
-    if split is not None and split not in SPLITS:
-        raise ConfigError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
+    dataset_dir, out_dir = Path(dataset_dir), output_path(out_dir)
+    predictions_path, run_manifest = run_input(Path(predictions_path))
+    split = _known_split(split or (run_manifest or {}).get("split"))
     predictions = read_predictions(predictions_path)
     split = split or choose_split(dataset_dir, list(predictions))
     episodes = load_split_episodes(dataset_dir, split)
@@ -765,15 +789,8 @@ def evaluate_run(
     manifest = _manifest(dataset_dir, predictions_path, split, seed, options) | {"run": name}
     if shard is not None:
         manifest["shard"] = shard.to_json(len(split_ids))
-    result = {
-        "run": name,
-        "split": split,
-        "records": records,
-        "metrics": metrics,
-        "tables": tables,
-        "manifest": manifest,
-        "out_dir": str(out_dir),
-    }
+    result: Record = {"run": name, "split": split, "records": records, "metrics": metrics}
+    result |= {"tables": tables, "manifest": manifest, "out_dir": str(out_dir)}
     with output_lock(out_dir):
         _write_outputs(out_dir, result)
     return result

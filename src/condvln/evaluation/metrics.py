@@ -53,7 +53,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from condvln.errors import ConfigError
-from condvln.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -90,53 +89,6 @@ class MetricOptions:
 
 
 DEFAULT_OPTIONS = MetricOptions()
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """How a per-episode metric is aggregated.
-
-    Attributes:
-        kind: ``"binary"`` (0/1; Wilson interval) or ``"continuous"`` (bootstrap interval).
-        description: one line for reports.
-        weight_key: per-episode record key weighting the mean (``None``: plain mean).
-    """
-
-    kind: Literal["binary", "continuous"]
-    description: str
-    weight_key: str | None = None
-
-
-METRICS: Registry[MetricSpec] = Registry("metric")
-for _name, _spec in {
-    "success": MetricSpec("binary", "SR: stopped within the success radius"),
-    "oracle_success": MetricSpec("binary", "OSR: some position within the success radius"),
-    "spl": MetricSpec("continuous", "success weighted by (shortest / taken) path length"),
-    "distance_to_goal": MetricSpec("continuous", "NE: geodesic stop-to-goal distance (m)"),
-    "oracle_navigation_error": MetricSpec("continuous", "min geodesic distance to goal (m)"),
-    "path_length": MetricSpec("continuous", "TL: trajectory length (m)"),
-    "steps": MetricSpec("continuous", "recorded positions minus one"),
-    "ndtw": MetricSpec("continuous", "normalised exact DTW to the reference path"),
-    "sdtw": MetricSpec("continuous", "success-weighted nDTW"),
-    "cls": MetricSpec("continuous", "coverage weighted by length score (R4R)"),
-    "bsa": MetricSpec("continuous", "branch selection accuracy (included episodes)"),
-    "csr": MetricSpec("binary", "conditional success rate (included episodes)"),
-    "bsa_branch": MetricSpec("continuous", "gold arm's in-branch subgoals + success (all)"),
-    "csr_all": MetricSpec("binary", "CSR over every episode (none excluded)"),
-    "goal_condition_success": MetricSpec(
-        "continuous", "GC: satisfied / total goal conditions (micro)", "goal_conditions_total"
-    ),
-    "plw_success": MetricSpec(
-        "continuous", "path-length-weighted SR (TEACh)", "reference_path_length"
-    ),
-    "plw_goal_condition": MetricSpec(
-        "continuous", "path-length-weighted GC (TEACh)", "reference_path_length"
-    ),
-    "wrong_branch": MetricSpec("binary", "stopped at a non-gold leaf goal"),
-    "cancelling_turns": MetricSpec("continuous", "immediately cancelling turn pairs"),
-    "forward_back": MetricSpec("continuous", "moves returning to the position two moves back"),
-}.items():
-    METRICS.add(_name, _spec)
 
 
 def within(distances: ArrayLike, radius: float, *, strict: bool = True) -> np.ndarray:
@@ -289,7 +241,26 @@ def cls(
     (0.6318, 0.6792, 0.4291)
     """
     nearest = np.min(np.asarray(cost, dtype=np.float64), axis=1)
-    coverage = float(np.mean(np.exp(-nearest / threshold)))
+    return cls_from_nearest(
+        nearest, reference_length, trajectory_length, threshold, undefined_as_none=undefined_as_none
+    )
+
+
+def cls_from_nearest(
+    nearest: ArrayLike,
+    reference_length: float,
+    trajectory_length: float,
+    threshold: float,
+    *,
+    undefined_as_none: bool = False,
+) -> ClsResult:
+    """:func:`cls` from ``nearest[k] = min_p d(r_k, p)``, the cost matrix's row minima.
+
+    >>> round(cls_from_nearest([0.0, 4.0, 4.0, 0.0], 12.0, 4.0, 3.0).cls, 4)
+    0.4291
+    """
+    nearest = np.asarray(nearest, dtype=np.float64)
+    coverage = float(np.exp(-nearest / threshold).mean())
     expected = coverage * reference_length
     if undefined_as_none and expected == 0 and trajectory_length == 0:
         return ClsResult(coverage, None, None)

@@ -20,10 +20,10 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from condvln.dataset.vlnce import split_path
 from condvln.errors import FormatError
 from condvln.evaluation.spaces import FloatArray
 from condvln.io import read_json
+from condvln.vlnce import split_path
 
 VLNCE_STEP = 0.25
 """VLN-CE's forward step (m): the spacing of the ``_gt`` locations and of :func:`densify`."""

@@ -16,6 +16,7 @@ reference path, BSA of an excluded episode, a 0/0 case with ``undefined_as_none`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,8 @@ from numpy.typing import ArrayLike
 from condvln.errors import ValidationError
 from condvln.evaluation import diagnostics as diag
 from condvln.evaluation import metrics as m
-from condvln.evaluation.dtw import dedup_mask, dtw
-from condvln.evaluation.spaces import MetricSpace
+from condvln.evaluation.dtw import dedup_mask, dtw, euclidean_alignment
+from condvln.evaluation.spaces import ContinuousSpace, MetricSpace
 
 Record = dict[str, Any]
 
@@ -93,11 +94,15 @@ def _fidelity(
     if ref is None:
         return dict.fromkeys(_FIDELITY_KEYS)
     threshold = o.fidelity_threshold
-    cost = space.pairwise(ref, traj)
-    dtw_value = dtw(cost[:, dedup_mask(traj)] if o.dedup else cost)
+    if type(space).pairwise is ContinuousSpace.pairwise:  # Euclidean: one pass, no matrix
+        dtw_value, nearest = euclidean_alignment(ref, traj, dedup=o.dedup)
+    else:
+        cost = space.pairwise(ref, traj)
+        dtw_value = dtw(cost[:, dedup_mask(traj)] if o.dedup else cost)
+        nearest = cost.min(axis=1)
     ndtw_value = m.ndtw(dtw_value, len(ref), threshold)
     ref_len = m.path_length(space.step_lengths(ref))
-    c = m.cls(cost, ref_len, tl, threshold, undefined_as_none=o.undefined_as_none)
+    c = m.cls_from_nearest(nearest, ref_len, tl, threshold, undefined_as_none=o.undefined_as_none)
     return {
         "reference_path_length": ref_len,
         "dtw": dtw_value,
@@ -109,7 +114,7 @@ def _fidelity(
     }
 
 
-def score_episode(
+def score_episode(  # long: its docstring documents each of its 13 arguments
     trajectory: Sequence[Any] | ArrayLike,
     *,
     space: MetricSpace,
@@ -155,6 +160,58 @@ def score_episode(
         ValidationError: empty trajectory or reference path, no goal, unknown node, non-finite
             positions or distances.
     """
+    d = _measure(
+        space,
+        trajectory,
+        reference_path,
+        goal,
+        [*subgoals, *branch_subgoals],
+        len(subgoals),
+        [] if branch_goals is None or gold_branch is None else list(branch_goals),
+        shortest_path_length,
+    )
+    record = _goal_scores(space, d, radius, stop_called, options)
+    succ, tl = record["success"], record["path_length"]
+    record |= _fidelity(space, d.traj, d.ref, succ, tl, options)
+    record |= _branch_scores(d, radius, succ, options)
+    record |= _diagnostics(d, radius, gold_branch, stop_called, actions, record, options)
+    ref_len = record["reference_path_length"]
+    gc = record["goal_condition_success"]
+    record["plw_success"] = None if ref_len is None else m.path_length_weighted(succ, ref_len, tl)
+    record["plw_goal_condition"] = (
+        None if ref_len is None else m.path_length_weighted(gc, ref_len, tl)
+    )
+    return {key: record[key] for key in RECORD_KEYS}
+
+
+@dataclass(frozen=True)
+class _Distances:
+    """What :func:`score_episode` measures once: the encoded trajectory and reference; the
+    distances from every position to the goal, to the subgoals and to the gold arm's subgoals
+    (one row per target); from the stop position to every leaf goal; and ℓ."""
+
+    traj: np.ndarray
+    ref: np.ndarray | None
+    goal_d: np.ndarray
+    sub_d: np.ndarray
+    arm_d: np.ndarray
+    leaf_d: np.ndarray
+    shortest: float
+
+
+def _measure(
+    space: MetricSpace,
+    trajectory: Sequence[Any] | ArrayLike,
+    reference_path: Sequence[Any] | ArrayLike | None,
+    goal: Any,
+    waypoints: list[Any],
+    n_sub: int,
+    leaves: list[Any],
+    shortest_path_length: float | None,
+) -> _Distances:
+    """Encode the episode and measure its distances (``waypoints``: the subgoals, then the gold
+    arm's subgoals, of which the first ``n_sub`` are the subgoals; ``leaves``: the leaf goals
+    when the gold one is known)."""
     traj = space.encode(trajectory)
     if len(traj) == 0:
         raise ValidationError("empty trajectory (must contain at least the start position)")
@@ -163,47 +220,50 @@ def score_episode(
         raise ValidationError("empty reference path")
     if goal is None and ref is None:
         raise ValidationError("an episode needs a goal or a reference path")
-    n_sub, n_arm = len(subgoals), len(branch_subgoals)
-    leaves = [] if branch_goals is None or gold_branch is None else list(branch_goals)
-    targets = _targets(space, ref, goal, [*subgoals, *branch_subgoals])
+    targets = _targets(space, ref, goal, waypoints)
     dist = space.to_targets(traj, targets)
-    goal_d, sub_d = dist[0], dist[1 : 1 + n_sub]
-    arm_d = dist[1 + n_sub : 1 + n_sub + n_arm]
     # leaf goals matter at the final position only (branch choice)
     leaf_d = space.to_targets(traj[-1:], space.encode(leaves))[:, 0] if leaves else np.empty(0)
     if shortest_path_length is None:
         start = traj[:1] if ref is None else ref[:1]
         shortest_path_length = float(space.to_targets(start, targets[:1])[0, 0])
+    sub_d, arm_d = dist[1 : 1 + n_sub], dist[1 + n_sub :]
+    return _Distances(traj, ref, dist[0], sub_d, arm_d, leaf_d, shortest_path_length)
 
-    o = options
+
+def _goal_scores(
+    space: MetricSpace, d: _Distances, radius: float, stop_called: bool, o: m.MetricOptions
+) -> Record:
+    """Steps, NE, success, oracle success, TL, ℓ and SPL."""
     succ = m.success(
-        goal_d, radius, stop_called=stop_called, strict=o.strict, require_stop=o.require_stop
+        d.goal_d, radius, stop_called=stop_called, strict=o.strict, require_stop=o.require_stop
     )
-    tl = m.path_length(space.step_lengths(traj))
-    ell = shortest_path_length
-    osr = m.oracle_success(goal_d, radius, strict=o.strict)
-    k = m.subgoals_reached(
-        sub_d, radius, strict=o.strict, order=o.subgoal_order, positions=o.subgoal_positions
+    tl = m.path_length(space.step_lengths(d.traj))
+    return {
+        "steps": len(d.traj) - 1,
+        "stop_called": stop_called,
+        "distance_to_goal": m.navigation_error(d.goal_d),
+        "oracle_navigation_error": m.oracle_navigation_error(d.goal_d),
+        "success": succ,
+        "oracle_success": m.oracle_success(d.goal_d, radius, strict=o.strict),
+        "path_length": tl,
+        "geodesic_distance": d.shortest,
+        "spl": m.spl(succ, d.shortest, tl, undefined_as_none=o.undefined_as_none),
+    }
+
+
+def _branch_scores(d: _Distances, radius: float, succ: int, o: m.MetricOptions) -> Record:
+    """BSA / CSR, ``bsa_branch`` / ``csr_all`` and goal-condition success."""
+    n_sub, n_arm = len(d.sub_d), len(d.arm_d)
+    k, k_in = (
+        m.subgoals_reached(
+            rows, radius, strict=o.strict, order=o.subgoal_order, positions=o.subgoal_positions
+        )
+        for rows in (d.sub_d, d.arm_d)
     )
     branch = m.branch_score(k, n_sub, succ)
-    k_in = m.subgoals_reached(
-        arm_d, radius, strict=o.strict, order=o.subgoal_order, positions=o.subgoal_positions
-    )
     k_arm = m.arm_targets_reached(k_in, n_arm, succ)
-    wrong = bool(leaves) and diag.wrong_branch(
-        leaf_d, gold_branch, radius, stop_called=stop_called, strict=o.strict
-    )
-    record: Record = {
-        "steps": len(traj) - 1,
-        "stop_called": stop_called,
-        "distance_to_goal": m.navigation_error(goal_d),
-        "oracle_navigation_error": m.oracle_navigation_error(goal_d),
-        "success": succ,
-        "oracle_success": osr,
-        "path_length": tl,
-        "geodesic_distance": ell,
-        "spl": m.spl(succ, ell, tl, undefined_as_none=o.undefined_as_none),
-        **_fidelity(space, traj, ref, succ, tl, o),
+    return {
         "subgoals_total": n_sub,
         "subgoals_reached": k,
         "bsa_included": branch.included,
@@ -216,27 +276,37 @@ def score_episode(
         "goal_conditions_satisfied": k + succ,
         "goal_conditions_total": n_sub + 1,
         "goal_condition_success": m.goal_condition_success(k + succ, n_sub + 1),
-        "branch_commitment": diag.branch_commitment(leaf_d) if leaves else None,
+    }
+
+
+def _diagnostics(
+    d: _Distances,
+    radius: float,
+    gold_branch: int | None,
+    stop_called: bool,
+    actions: Sequence[int] | ArrayLike | None,
+    scores: Record,
+    o: m.MetricOptions,
+) -> Record:
+    """Branch commitment, wrong branch, failure category and the no-op patterns."""
+    leaves = bool(d.leaf_d.size)
+    wrong = leaves and diag.wrong_branch(
+        d.leaf_d, gold_branch, radius, stop_called=stop_called, strict=o.strict
+    )
+    return {
+        "branch_commitment": diag.branch_commitment(d.leaf_d) if leaves else None,
         "wrong_branch": wrong if leaves else None,
         "failure_category": diag.failure_category(
-            success=succ,
+            success=scores["success"],
             stop_called=stop_called,
             wrong_branch=wrong,
-            oracle_success=osr,
-            path_length=tl,
-            shortest_path_length=ell,
+            oracle_success=scores["oracle_success"],
+            path_length=scores["path_length"],
+            shortest_path_length=d.shortest,
         ),
         "cancelling_turns": None if actions is None else diag.cancelling_turns(actions),
-        "forward_back": diag.forward_back(traj.reshape(len(traj), -1)),
+        "forward_back": diag.forward_back(d.traj.reshape(len(d.traj), -1)),
     }
-    ref_len = record["reference_path_length"]
-    record["plw_success"] = None if ref_len is None else m.path_length_weighted(succ, ref_len, tl)
-    record["plw_goal_condition"] = (
-        None
-        if ref_len is None
-        else m.path_length_weighted(record["goal_condition_success"], ref_len, tl)
-    )
-    return {key: record[key] for key in RECORD_KEYS}
 
 
 def invalid_episode(subgoals_total: int = 0, branch_subgoals_total: int = 0) -> Record:

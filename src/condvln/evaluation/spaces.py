@@ -73,7 +73,7 @@ def pairwise_euclidean(a: ArrayLike, b: ArrayLike) -> FloatArray:
 
 
 def _checked(values: FloatArray, what: str) -> FloatArray:
-    if not np.all(np.isfinite(values)) or np.any(values < 0):
+    if not (np.isfinite(values).all() and (values >= 0).all()):
         raise ValidationError(f"{what} must be finite and non-negative")
     return values
 
@@ -102,7 +102,7 @@ class ContinuousSpace:
             return arr.reshape(0, arr.shape[-1] if arr.ndim == 2 else 3)
         if arr.ndim != 2:
             raise ValidationError(f"positions must be a list of points, got shape {arr.shape}")
-        if not np.all(np.isfinite(arr)):
+        if not np.isfinite(arr).all():
             raise ValidationError("positions must be finite")
         return arr
 
@@ -123,7 +123,8 @@ class ContinuousSpace:
 
     def step_lengths(self, points: FloatArray) -> FloatArray:
         """Euclidean lengths of the steps between consecutive positions."""
-        return np.linalg.norm(np.diff(points, axis=0), axis=-1)
+        steps = points[1:] - points[:-1]
+        return np.sqrt((steps * steps).sum(axis=-1))
 
 
 class GraphSpace:

@@ -1,14 +1,15 @@
 """The paper's result tables from per-episode records, for one run or several side by side.
 
 * :func:`table2` — paper Table 2: one row per run, a column group per source dataset with SR,
-  SPL, BSA, CSR and CondVLN's BSA_branch and CSR_all (see :mod:`.metrics`; plus an "all" group
+  SPL, CondVLN's BSA_branch and CSR_all, then the paper's BSA and CSR headed "BSA (paper)" and
+  "CSR (paper)" (see :mod:`.metrics` and :data:`PAPER_METRICS_LEGEND`; plus an "all" group
   when there are several sources) and a diagnostics group:
   branch accuracy (BA, ended nearest the gold leaf goal) and its chance level, success at any
   branch goal (SR-any), the wrong-branch rate (WB) and the share of all episodes in each failure
   category;
-* :func:`table3` — paper Table 3: BSA and CSR (then BSA_branch and CSR_all) at the base case
-  d=1, ℓ=1, the logical-depth sweep (d=2 and d=3 at ℓ=1) and the chain-length sweep (ℓ=2 and ℓ=3 at d=1); per source dataset
-  (plus "all") when there are several sources;
+* :func:`table3` — paper Table 3: BSA_branch and CSR_all (then the paper's BSA and CSR) at the
+  base case d=1, ℓ=1, the logical-depth sweep (d=2 and d=3 at ℓ=1) and the chain-length sweep
+  (ℓ=2 and ℓ=3 at d=1); per source dataset (plus "all") when there are several sources;
 * :func:`coverage_table` — episodes per source dataset and Table-1 category / spatial
   composition, so a source that cannot have a category (a single room has no cross-room
   condition) shows it as empty.
@@ -23,12 +24,12 @@ Render with :meth:`ResultTable.to_markdown`, :meth:`ResultTable.to_csv` or
 ...          "bsa": 1.0, "csr": 1, "bsa_branch": 0.5, "csr_all": 1, "wrong_branch": False,
 ...          "failure_category": None}]
 >>> t = table2({"oracle": recs, "blind": []})
->>> t.columns[:4]
-['procedural SR', 'procedural SPL', 'procedural BSA', 'procedural CSR']
->>> t.rows[0].values[:4], t.rows[1].values[:4]
-((100.0, 50.0, 100.0, 100.0), (None, None, None, None))
+>>> t.columns[:6]
+['procedural SR', 'procedural SPL', 'procedural BSA_branch', 'procedural CSR_all', 'procedural BSA (paper)', 'procedural CSR (paper)']
+>>> t.rows[0].values[:6], t.rows[1].values[:4]
+((100.0, 50.0, 50.0, 100.0, 100.0, 100.0), (None, None, None, None))
 >>> print(table3({"oracle": recs}).to_markdown().splitlines()[4])
-| oracle | 1 | 100.00 | 100.00 | 50.00 | 100.00 | – | – | – | – | – | – | – | – | – | – | – | – | – | – | – | – |
+| oracle | 1 | 50.00 | 100.00 | 100.00 | 100.00 | – | – | – | – | – | – | – | – | – | – | – | – | – | – | – | – |
 """
 
 from __future__ import annotations
@@ -54,10 +55,10 @@ Selector = Callable[[Record], bool]
 COLUMN_KEYS = {
     "SR": "success",
     "SPL": "spl",
-    "BSA": "bsa",
-    "CSR": "csr",
     "BSA_branch": "bsa_branch",
     "CSR_all": "csr_all",
+    "BSA (paper)": "bsa",
+    "CSR (paper)": "csr",
     "WB": "wrong_branch",
     "BA": "branch_correct",
     "chance": "branch_chance",
@@ -74,11 +75,26 @@ goal (plausible navigation), the wrong-branch rate and the share of episodes the
 FAILURE_CATEGORIES: tuple[str, ...] = get_args(FailureCategory)
 """Failure categories, in :func:`~.diagnostics.failure_category` rule order."""
 
-SOURCE_COLUMNS: tuple[str, ...] = ("SR", "SPL", "BSA", "CSR", "BSA_branch", "CSR_all")
+SOURCE_COLUMNS: tuple[str, ...] = (
+    "SR",
+    "SPL",
+    "BSA_branch",
+    "CSR_all",
+    "BSA (paper)",
+    "CSR (paper)",
+)
 """Columns of every source group of Table 2 (keys in :data:`COLUMN_KEYS`)."""
 
-SCALING_COLUMNS: tuple[str, ...] = ("BSA", "CSR", "BSA_branch", "CSR_all")
+SCALING_COLUMNS: tuple[str, ...] = ("BSA_branch", "CSR_all", "BSA (paper)", "CSR (paper)")
 """Columns of every depth / chain cell of Table 3 (keys in :data:`COLUMN_KEYS`)."""
+
+PAPER_METRICS_LEGEND = (
+    "BSA (paper) and CSR (paper) can exceed SR: the paper's BSA counts the gold path's "
+    "waypoints before the first decision, which a wrong-branch episode reaches too, and both "
+    "leave out failed episodes without subgoals (CSR is 1 only on success, but over fewer "
+    "episodes); BSA_branch and CSR_all count every episode, and CSR_all ≤ SR"
+)
+"""Legend line of Tables 2 and 3 (see :mod:`.metrics`)."""
 
 SCALING_CELLS = (
     ("base", 1, 1),
@@ -126,6 +142,7 @@ class ResultTable:
         rows: one :class:`Row` per run.
         decimals: decimals shown in Markdown and rich output.
         note: a second caption line (e.g. how nDTW was computed), empty for none.
+        legend: a line below the table (what its columns mean), empty for none.
     """
 
     title: str
@@ -133,6 +150,7 @@ class ResultTable:
     rows: tuple[Row, ...]
     decimals: int
     note: str = ""
+    legend: str = ""
 
     @property
     def columns(self) -> list[str]:
@@ -143,7 +161,7 @@ class ResultTable:
         return "–" if value is None else f"{value:.{self.decimals}f}"
 
     def to_markdown(self) -> str:
-        """GitHub Markdown: a caption line, then the table."""
+        """GitHub Markdown: a caption line, then the table, then the legend line (if any)."""
         header = ["Model", "N", *self.columns]
         lines = [
             f"**{self.title}**",
@@ -155,6 +173,8 @@ class ResultTable:
         for row in self.rows:
             cells = [row.name, str(row.n), *map(self._cell, row.values)]
             lines.append("| " + " | ".join(cells) + " |")
+        if self.legend:
+            lines += ["", self.legend]
         return "\n".join(lines) + "\n"
 
     def to_csv(self) -> str:
@@ -213,7 +233,8 @@ class ResultTable:
 
     def to_rich(self) -> Table:
         """A rich table (group label above each column label)."""
-        table = Table(title=self.title, caption=self.note or None)
+        caption = "\n".join(line for line in (self.note, self.legend) if line)
+        table = Table(title=self.title, caption=caption or None)
         table.add_column("Model")
         table.add_column("N", justify="right")
         for group, columns in self.groups:
@@ -227,10 +248,10 @@ class ResultTable:
 TABLE2_TERMINAL = {
     "SR": "SR",
     "SPL": "SPL",
-    "BSA": "BSA",
-    "CSR": "CSR",
     "BSA_branch": "BSAb",
     "CSR_all": "CSRa",
+    "BSA (paper)": "BSAp",
+    "CSR (paper)": "CSRp",
     "diagnostics BA": "BA",
     "diagnostics chance": "1/n",
     "diagnostics WB": "WB",
@@ -242,26 +263,29 @@ SR-any stays in the files)."""
 TABLE2_LEGEND = (
     "BSAb: BSA_branch (the gold arm's in-branch subgoals reached in order, then its goal by "
     "succeeding; every episode); CSRa: "
-    "CSR_all (CSR over every episode); BA: branch accuracy (ended nearest the gold branch "
-    "goal); 1/n: chance; WB: stopped at a wrong branch's goal; err: episodes the agent failed "
-    "(error, invalid action, timeout); SR-any is in table2.md"
+    "CSR_all (CSR over every episode); BSAp / CSRp: the paper's BSA / CSR; BA: branch "
+    "accuracy (ended nearest the gold branch goal); 1/n: chance; WB: stopped at a wrong "
+    "branch's goal; err: episodes the agent failed (error, invalid action, timeout); SR-any is "
+    "in table2.md\n" + PAPER_METRICS_LEGEND
 )
 
-TABLE3_TERMINAL = {
-    "base d=1,ℓ=1 CSR": "d1 ℓ1",
-    "depth d=2,ℓ=1 CSR": "d2 ℓ1",
-    "depth d=3,ℓ=1 CSR": "d3 ℓ1",
-    "chain d=1,ℓ=2 CSR": "d1 ℓ2",
-    "chain d=1,ℓ=3 CSR": "d1 ℓ3",
+TABLE3_TERMINAL_ALL = {
+    "base d=1,ℓ=1 CSR_all": "d1 ℓ1",
+    "depth d=2,ℓ=1 CSR_all": "d2 ℓ1",
+    "depth d=3,ℓ=1 CSR_all": "d3 ℓ1",
+    "chain d=1,ℓ=2 CSR_all": "d1 ℓ2",
+    "chain d=1,ℓ=3 CSR_all": "d1 ℓ3",
 }
-"""Table 3 columns shown in a terminal (CSR by depth d and chain ℓ; BSA stays in the files)."""
+"""Table 3 columns shown in a terminal (CSR_all by depth d and chain ℓ; BSA_branch stays in
+the files)."""
 
-TABLE3_TERMINAL_ALL = {k.replace(" CSR", " CSR_all"): v for k, v in TABLE3_TERMINAL.items()}
-"""The same cells for CSR_all (BSA_branch stays in the files)."""
+TABLE3_TERMINAL = {k.replace(" CSR_all", " CSR (paper)"): v for k, v in TABLE3_TERMINAL_ALL.items()}
+"""The same cells for the paper's CSR (its BSA stays in the files)."""
 
 
 TABLE3_NOTE = (
-    "full tables (all columns, BSA and BSA_branch by d and ℓ): table2.md / table3.md (+ .csv)"
+    "full tables (all columns, BSA_branch and BSA (paper) by d and ℓ): table2.md / table3.md "
+    "(+ .csv)"
 )
 
 
@@ -284,18 +308,20 @@ def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[Renderab
             table_2.to_terminal(diagnostics, "Table 2 diagnostics, all episodes (%)"),
             Text(TABLE2_LEGEND),
             table_3.to_terminal_by_source(
-                sources, TABLE3_TERMINAL, "Table 3: CSR by depth d and chain ℓ per source (%)"
+                sources, TABLE3_TERMINAL_ALL, "Table 3: CSR_all by depth d and chain ℓ (%)"
             ),
             table_3.to_terminal_by_source(
-                sources, TABLE3_TERMINAL_ALL, "Table 3: CSR_all by depth d and chain ℓ (%)"
+                sources,
+                TABLE3_TERMINAL,
+                "Table 3: CSR (paper) by depth d and chain ℓ per source (%)",
             ),
             Text(TABLE3_NOTE),
         ]
     return [
         table_2.to_terminal(TABLE2_TERMINAL, "Table 2: main results (%)"),
         Text(TABLE2_LEGEND),
-        table_3.to_terminal(TABLE3_TERMINAL, "Table 3: CSR by depth d and chain ℓ (%)"),
         table_3.to_terminal(TABLE3_TERMINAL_ALL, "Table 3: CSR_all by depth d and chain ℓ (%)"),
+        table_3.to_terminal(TABLE3_TERMINAL, "Table 3: CSR (paper) by depth d and chain ℓ (%)"),
         Text(TABLE3_NOTE),
     ]
 
@@ -353,7 +379,7 @@ def _build(
     header = tuple((label, labels) for label, _, labels in groups)
     if diagnostics:
         header += (("diagnostics", (*DIAGNOSTIC_COLUMNS, *FAILURE_CATEGORIES)),)
-    return ResultTable(title, header, tuple(rows), decimals)
+    return ResultTable(title, header, tuple(rows), decimals, legend=PAPER_METRICS_LEGEND)
 
 
 def _is(key: str, value: Any) -> Selector:
@@ -363,7 +389,8 @@ def _is(key: str, value: Any) -> Selector:
 def table2(
     runs: Runs, *, diagnostics: bool = True, source_key: str = "source_dataset"
 ) -> ResultTable:
-    """Paper Table 2: SR, SPL, BSA, CSR (then BSA_branch, CSR_all) per source, one row per run.
+    """Paper Table 2: SR, SPL, BSA_branch, CSR_all, BSA (paper), CSR (paper) per source, one row
+    per run, with :data:`PAPER_METRICS_LEGEND` as legend.
 
     Args:
         runs: ``{name: records}`` or ``[(name, records), …]``, in row order.
@@ -395,7 +422,8 @@ def _source_selectors(runs: Runs, source_key: str) -> list[tuple[str, Selector]]
 def table3(
     runs: Runs, *, diagnostics: bool = False, source_key: str = "source_dataset"
 ) -> ResultTable:
-    """Paper Table 3: BSA and CSR (then BSA_branch, CSR_all) over the depth and chain sweeps.
+    """Paper Table 3: BSA_branch, CSR_all, BSA (paper), CSR (paper) over the depth and chain
+    sweeps, with :data:`PAPER_METRICS_LEGEND` as legend.
 
     Args:
         runs: ``{name: records}`` or ``[(name, records), …]``, in row order.
@@ -404,7 +432,7 @@ def table3(
 
     Returns:
         The table: groups ``base d=1,ℓ=1``, ``depth d=2,ℓ=1``, ``depth d=3,ℓ=1``,
-        ``chain d=1,ℓ=2``, ``chain d=1,ℓ=3``, each with BSA, CSR, BSA_branch and CSR_all.
+        ``chain d=1,ℓ=2``, ``chain d=1,ℓ=3``, each with :data:`SCALING_COLUMNS`.
         With several sources every group is repeated per source and for all episodes, named
         ``"<source> <group>"`` (``"ithor base d=1,ℓ=1"``, …, ``"all chain d=1,ℓ=3"``).
     """

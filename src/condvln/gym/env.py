@@ -49,7 +49,6 @@ from gymnasium import spaces
 
 from condvln.agents.run import EpisodeSpec, episode_seeds, episode_specs
 from condvln.agents.runner.episodes import episode_view
-from condvln.dataset.vlnce import load_split
 from condvln.errors import ConfigError
 from condvln.evaluation.evaluate import SceneGeodesic, load_split_episodes, score_prediction
 from condvln.evaluation.predictions import Trajectory
@@ -62,6 +61,7 @@ from condvln.scene.serialize import load_scene
 from condvln.sim.protocol import Observation, ObservationProtocol, parse_protocol
 from condvln.sim.simulator import STOP, Simulator
 from condvln.sim.video import FPS, EpisodeFrames
+from condvln.vlnce import load_split
 
 ENV_ID = "condvln/CondVLN-v0"
 

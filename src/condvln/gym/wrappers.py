@@ -32,11 +32,11 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
 
-from condvln.dataset.vlnce import encode
 from condvln.errors import ConfigError
 from condvln.gym.spaces import EXTENT
 from condvln.sim.habitat_obs import pose_sensors
 from condvln.sim.protocol import ObservationProtocol
+from condvln.vlnce import encode
 
 PAD = 0
 """Token id of ``<pad>`` (the first word of every split's vocabulary, as in VLN-CE)."""

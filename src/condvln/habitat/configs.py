@@ -33,12 +33,12 @@ from typing import Any
 
 import yaml
 
-from condvln.dataset.vlnce import SPLITS, available_splits, load_split, split_path
 from condvln.errors import ConfigError, FormatError
 from condvln.habitat.layout import DEFAULT_SCENES_DIR
 from condvln.habitat.semantics import DATASET_CONFIG
 from condvln.io import atomic_write_bytes, read_json
 from condvln.nav.agent import AgentSpec
+from condvln.vlnce import SPLITS, available_splits, load_split, split_path
 
 VLNCE_FILE = "vlnce_task.yaml"
 HYDRA_FILE = "condvln_vln.yaml"

@@ -12,7 +12,7 @@ the readers strip a leading ``data/scene_datasets/`` first):
 
 The CondVLN scene JSON stays at ``scenes/{stem}.json`` and each episode names it in
 ``info.condvln.scene_file`` (test episodes, which carry no ``info``, find it through
-``scenes/index.json``; see :func:`condvln.dataset.vlnce.scene_json_path`).
+``scenes/index.json``; see :func:`condvln.vlnce.scene_json_path`).
 """
 
 from __future__ import annotations

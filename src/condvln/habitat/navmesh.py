@@ -31,13 +31,6 @@ from typing import Any
 import numpy as np
 import orjson
 
-from condvln.dataset.vlnce import (
-    available_splits,
-    load_scene_index,
-    load_split,
-    scene_json_path,
-    split_path,
-)
 from condvln.errors import ConfigError, FormatError
 from condvln.habitat.layout import DEFAULT_SCENES_DIR
 from condvln.habitat.semantics import DATASET_CONFIG, dataset_config, scene_instance, stage_config
@@ -45,6 +38,13 @@ from condvln.io import atomic_write_bytes, read_json
 from condvln.nav.agent import AgentSpec
 from condvln.nav.habitat import INSTALL_HINT, HabitatNavigator, import_habitat_sim
 from condvln.scene.serialize import load_scene
+from condvln.vlnce import (
+    available_splits,
+    load_scene_index,
+    load_split,
+    scene_json_path,
+    split_path,
+)
 
 MISSING = f"`condvln habitat navmesh` needs habitat-sim, which is not installed; {INSTALL_HINT}"
 

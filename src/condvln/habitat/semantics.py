@@ -35,7 +35,7 @@ from typing import Any
 from shapely.geometry.base import BaseGeometry
 
 from condvln.habitat.export import semantic_color
-from condvln.nav.area import room_floor
+from condvln.scene.ground import room_floor
 from condvln.scene.mesh import SceneMesh, ceiling_top
 from condvln.scene.model import Scene
 

@@ -207,25 +207,71 @@ def tangent(
     side (a shortest path from ``p`` may bend at ``v`` only then)."""
     vx, vz = xy[v, 0], xy[v, 1]
     dx, dz = vx - px, vz - pz
-    nd = math.hypot(dx, dz)
-    if nd <= EPS:
-        return True
     ax, az = xy[prev[v], 0] - vx, xy[prev[v], 1] - vz
     bx, bz = xy[nxt[v], 0] - vx, xy[nxt[v], 1] - vz
-    s_a = _cross(dx, dz, ax, az) / (nd * math.hypot(ax, az))
-    s_b = _cross(dx, dz, bx, bz) / (nd * math.hypot(bx, bz))
+    return _tangent_to(
+        xy, prev, nxt, v, dx, dz, math.hypot(dx, dz), math.hypot(ax, az), math.hypot(bx, bz)
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _tangent_to(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    v: int,
+    dx: float,
+    dz: float,
+    nd: float,
+    na: float,
+    nb: float,
+) -> bool:
+    """:func:`tangent` for the direction ``d`` (length ``nd``) from ``p`` to ``v``, given the
+    lengths ``na`` / ``nb`` of the edges from ``v`` to its predecessor / successor."""
+    if nd <= EPS:
+        return True
+    vx, vz = xy[v, 0], xy[v, 1]
+    ax, az = xy[prev[v], 0] - vx, xy[prev[v], 1] - vz
+    bx, bz = xy[nxt[v], 0] - vx, xy[nxt[v], 1] - vz
+    s_a = _cross(dx, dz, ax, az) / (nd * na)
+    s_b = _cross(dx, dz, bx, bz) / (nd * nb)
     return not ((s_a > ANGLE_EPS and s_b < -ANGLE_EPS) or (s_a < -ANGLE_EPS and s_b > ANGLE_EPS))
 
 
 @numba.njit(cache=True, nogil=True)
 def corner_tangent(corners: np.ndarray, a: int, px: float, pz: float) -> bool:
-    """:func:`tangent` for row ``a`` of ``corners`` (``vx, vz`` and the unit vectors to the
-    vertex's predecessor and successor), without square roots."""
-    dx, dz = corners[a, 0] - px, corners[a, 1] - pz
-    s_a = dx * corners[a, 3] - dz * corners[a, 2]
-    s_b = dx * corners[a, 5] - dz * corners[a, 4]
+    """:func:`tangent` for column ``a`` of ``corners`` (rows ``vx, vz`` and the unit vectors to
+    the vertex's predecessor and successor), without square roots or branches (so a loop over
+    the columns vectorises)."""
+    dx, dz = corners[0, a] - px, corners[1, a] - pz
+    s_a = dx * corners[3, a] - dz * corners[2, a]
+    s_b = dx * corners[5, a] - dz * corners[4, a]
     tol = ANGLE_EPS * (abs(dx) + abs(dz))
-    return not ((s_a > tol and s_b < -tol) or (s_a < -tol and s_b > tol))
+    return not (((s_a > tol) & (s_b < -tol)) | ((s_a < -tol) & (s_b > tol)))
+
+
+@numba.njit(cache=True, nogil=True)
+def _candidates(
+    corners: np.ndarray,
+    dist: np.ndarray,
+    px: float,
+    pz: float,
+    bound: np.ndarray,
+    cand: np.ndarray,
+    keep: np.ndarray,
+) -> int:
+    """The reflex vertices a shortest path from ``p`` may bend at first (tangent, goal
+    reachable), in index order, into ``cand`` with their bounds ``|p − v| + D(v)``; returns
+    their count (``keep``: scratch)."""
+    for a in range(dist.size):
+        keep[a] = (dist[a] < math.inf) & corner_tangent(corners, a, px, pz)
+    count = 0
+    for a in range(dist.size):
+        if keep[a]:
+            bound[count] = math.hypot(corners[0, a] - px, corners[1, a] - pz) + dist[a]
+            cand[count] = a
+            count += 1
+    return count
 
 
 @numba.njit(cache=True, nogil=True)
@@ -251,13 +297,24 @@ def visibility_graph(
     heads = np.empty(1024, dtype=np.int64)
     tails = np.empty(1024, dtype=np.int64)
     count = 0
+    edge_in = np.empty(n)  # lengths of each reflex vertex's incoming and outgoing edges
+    edge_out = np.empty(n)
+    for a in range(n):
+        v = reflex[a]
+        edge_in[a] = math.hypot(xy[prev[v], 0] - xy[v, 0], xy[prev[v], 1] - xy[v, 1])
+        edge_out[a] = math.hypot(xy[nxt[v], 0] - xy[v, 0], xy[nxt[v], 1] - xy[v, 1])
     for a in range(n):
         u = reflex[a]
         ux, uz = xy[u, 0], xy[u, 1]
         for b in range(a + 1, n):
             v = reflex[b]
             vx, vz = xy[v, 0], xy[v, 1]
-            if not (tangent(xy, prev, nxt, u, vx, vz) and tangent(xy, prev, nxt, v, ux, uz)):
+            dx, dz = vx - ux, vz - uz  # u → v; v → u is its exact negation
+            nd = math.hypot(dx, dz)
+            if not (
+                _tangent_to(xy, prev, nxt, u, -dx, -dz, nd, edge_in[a], edge_out[a])
+                and _tangent_to(xy, prev, nxt, v, dx, dz, nd, edge_in[b], edge_out[b])
+            ):
                 continue
             if not segment_free(xy, prev, nxt, cell_start, cell_edges, grid, ux, uz, vx, vz):
                 continue
@@ -397,16 +454,13 @@ def _query_point(
     pz: float,
     bound: np.ndarray,
     cand: np.ndarray,
+    keep: np.ndarray,
 ) -> tuple[float, int]:
-    """:func:`query` for one point (``bound`` / ``cand``: scratch arrays of the reflex count)."""
+    """:func:`query` for one point (``bound`` / ``cand`` / ``keep``: scratch arrays of the
+    reflex count)."""
     if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, gx, gz):
         return math.hypot(px - gx, pz - gz), _NO_PARENT
-    count = 0
-    for a in range(reflex.size):
-        if dist[a] < math.inf and corner_tangent(corners, a, px, pz):
-            bound[count] = math.hypot(corners[a, 0] - px, corners[a, 1] - pz) + dist[a]
-            cand[count] = a
-            count += 1
+    count = _candidates(corners, dist, px, pz, bound, cand, keep)
     for k in np.argsort(bound[:count]):
         v = reflex[cand[k]]
         if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, xy[v, 0], xy[v, 1]):
@@ -432,18 +486,55 @@ def query(
     """Exact geodesic distance from every point ``(M, 2)`` to the goal ``g`` of ``dist`` (see
     :func:`goal_distances`) and the first reflex vertex of its shortest path (``-1``: the goal is
     in sight; ``-2``: unreachable, distance ``inf``). ``corners`` are the reflex vertices'
-    rows for :func:`corner_tangent`."""
+    columns for :func:`corner_tangent`."""
     m, n = points.shape[0], reflex.size
     out = np.full(m, math.inf)
     first = np.full(m, _UNREACHED, dtype=np.int64)
     bound = np.empty(n)
     cand = np.empty(n, dtype=np.int64)
+    keep = np.empty(n, dtype=np.bool_)
     for i in range(m):
         out[i], first[i] = _query_point(
             xy, prev, nxt, reflex, cell_start, cell_edges, grid, corners, dist, gx, gz,
-            points[i, 0], points[i, 1], bound, cand,
+            points[i, 0], points[i, 1], bound, cand, keep,
         )  # fmt: skip
     return out, first
+
+
+@numba.njit(cache=True, nogil=True)
+def _point_distance(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    reflex: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    corners: np.ndarray,
+    dist: np.ndarray,
+    gx: float,
+    gz: float,
+    px: float,
+    pz: float,
+    bound: np.ndarray,
+    cand: np.ndarray,
+    keep: np.ndarray,
+) -> float:
+    """The distance of :func:`_query_point` (the same float), faster when only it is needed:
+    the smallest bounds are picked and tested in turn (usually one or two) instead of sorting
+    all candidates; among equal bounds it may test another vertex first, which changes no
+    distance but could change the first vertex of a path, so :func:`query` keeps the sort."""
+    if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, gx, gz):
+        return math.hypot(px - gx, pz - gz)
+    count = _candidates(corners, dist, px, pz, bound, cand, keep)
+    while count > 0:
+        k = np.argmin(bound[:count])
+        v = reflex[cand[k]]
+        if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, xy[v, 0], xy[v, 1]):
+            return bound[k]
+        count -= 1
+        bound[k], cand[k] = bound[count], cand[count]
+    return math.inf
 
 
 @numba.njit(cache=True, nogil=True)
@@ -480,6 +571,7 @@ def metric_rows(
     out = np.empty((targets.shape[0], m))
     bound = np.empty(n)
     cand = np.empty(n, dtype=np.int64)
+    keep = np.empty(n, dtype=np.bool_)
     done = np.empty(m, dtype=np.bool_)
     for t in range(targets.shape[0]):
         tx, ty, tz = targets[t, 0], targets[t, 1], targets[t, 2]
@@ -496,9 +588,9 @@ def metric_rows(
                 break  # sorted: every later ground distance is as large
             d = math.inf
             if ok[todo]:
-                d, _ = _query_point(
+                d = _point_distance(
                     xy, prev, nxt, reflex, cell_start, cell_edges, grid, corners, dists[t],
-                    tx, tz, snapped[todo, 0], snapped[todo, 1], bound, cand,
+                    tx, tz, snapped[todo, 0], snapped[todo, 1], bound, cand, keep,
                 )  # fmt: skip
             if d == math.inf:
                 dx, dy, dz = points[todo, 0] - tx, points[todo, 1] - ty, points[todo, 2] - tz
@@ -549,3 +641,18 @@ def nearest_boundary(
         if gap[i] > reach:
             gap[i], out[i, 0], out[i, 1] = math.inf, points[i, 0], points[i, 1]
     return out, gap
+
+
+@numba.njit(cache=True, nogil=True)
+def cell_status(grid: np.ndarray, cell_inside: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """``cell_inside`` of the edge-hash cell of each ground point ``(M, 2)`` (0 outside the
+    hash's extent, which encloses the polygon with a margin)."""
+    ox, oz, size = grid[0], grid[1], grid[2]
+    rows, cols = int(grid[3]), int(grid[4])
+    out = np.zeros(points.shape[0], dtype=np.int8)
+    for i in range(points.shape[0]):
+        col = math.floor((points[i, 0] - ox) / size)
+        row = math.floor((points[i, 1] - oz) / size)
+        if 0 <= col < cols and 0 <= row < rows:
+            out[i] = cell_inside[row * cols + col]
+    return out

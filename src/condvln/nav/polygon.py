@@ -19,7 +19,6 @@ island than to the main part is not on the main part.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -51,23 +50,20 @@ def polygon_parts(geometry: BaseGeometry) -> list[Polygon]:
 
 def _clean_ring(coords: FloatArray) -> FloatArray:
     """Ring vertices without the closing repeat, repeated points, collinear points or spikes."""
-    pts = [tuple(c) for c in coords[:-1]]
-    changed = True
-    while changed and len(pts) >= 3:
-        changed = False
-        kept: list[tuple[float, float]] = []
-        n = len(pts)
-        for i in range(n):
-            a, v, b = pts[i - 1], pts[i], pts[(i + 1) % n]
-            ab = math.hypot(b[0] - a[0], b[1] - a[1])
-            cross = (v[0] - a[0]) * (b[1] - a[1]) - (v[1] - a[1]) * (b[0] - a[0])
-            off = abs(cross) / ab if ab > 0.0 else math.hypot(v[0] - a[0], v[1] - a[1])
-            if off <= _STRAIGHT:
-                changed = True
-                continue
-            kept.append(v)
-        pts = kept
-    return np.asarray(pts, dtype=np.float64).reshape(-1, 2)
+    pts = np.asarray(coords[:-1], dtype=np.float64).reshape(-1, 2)
+    while len(pts) >= 3:  # each pass drops every vertex off by <= _STRAIGHT from its neighbours
+        a, v, b = np.roll(pts, 1, axis=0), pts, np.roll(pts, -1, axis=0)
+        ab = np.hypot(*(b - a).T)
+        cross = (v[:, 0] - a[:, 0]) * (b[:, 1] - a[:, 1]) - (v[:, 1] - a[:, 1]) * (
+            b[:, 0] - a[:, 0]
+        )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            off = np.where(ab > 0.0, np.abs(cross) / ab, np.hypot(*(v - a).T))
+        keep = off > _STRAIGHT
+        if keep.all():
+            break
+        pts = pts[keep]
+    return pts
 
 
 class NavPolygon:
@@ -123,16 +119,13 @@ class NavPolygon:
         a, b = self.xy, self.xy[self.nxt]
         low = np.floor((np.minimum(a, b) - vis.EPS - lo) / HASH_CELL).astype(np.int64)
         high = np.floor((np.maximum(a, b) + vis.EPS - lo) / HASH_CELL).astype(np.int64)
-        cells, edges = [], []
-        for e in range(len(a)):
-            cs = np.arange(low[e, 0], high[e, 0] + 1)
-            rs = np.arange(low[e, 1], high[e, 1] + 1)
-            grid_cells = (rs[:, None] * cols + cs[None, :]).ravel()
-            cells.append(grid_cells)
-            edges.append(np.full(grid_cells.size, e, dtype=np.int64))
-        cell_of = np.concatenate(cells)
+        width, height = (high - low + 1).T  # the cells of each edge's box, row by row
+        count = width * height
+        edge = np.repeat(np.arange(len(a), dtype=np.int64), count)
+        local = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+        cell_of = (low[edge, 1] + local // width[edge]) * cols + low[edge, 0] + local % width[edge]
         order = np.argsort(cell_of, kind="stable")
-        cell_edges = np.concatenate(edges)[order]
+        cell_edges = edge[order]
         cell_start = np.zeros(rows * cols + 1, dtype=np.int64)
         np.add.at(cell_start, cell_of + 1, 1)
         grid = np.array([lo[0], lo[1], HASH_CELL, rows, cols], dtype=np.float64)
@@ -153,13 +146,14 @@ class NavPolygon:
 
     @cached_property
     def corners(self) -> FloatArray:
-        """Per reflex vertex ``(x, z, unit vector to prev, unit vector to next)`` ``(V, 6)``."""
+        """Per reflex vertex a column ``(x, z, unit vector to prev, unit vector to next)``:
+        ``(6, V)``, so the kernels read each quantity contiguously."""
         v = self.xy[self.reflex]
         to_prev = self.xy[self.prev[self.reflex]] - v
         to_next = self.xy[self.nxt[self.reflex]] - v
         to_prev /= np.hypot(*to_prev.T)[:, None]
         to_next /= np.hypot(*to_next.T)[:, None]
-        return np.ascontiguousarray(np.hstack([v, to_prev, to_next]))
+        return np.ascontiguousarray(np.hstack([v, to_prev, to_next]).T)
 
     @cached_property
     def graph(self) -> tuple[IntArray, IntArray, FloatArray]:
@@ -173,10 +167,25 @@ class NavPolygon:
             vis.segment_free(xy, prev, nxt, start, edges, grid, *map(float, a), *map(float, b))
         )
 
+    @cached_property
+    def _cell_inside(self) -> NDArray[np.int8]:
+        """Per hash cell 1 (inside) or 0 (outside) when no edge is hashed into it — no boundary
+        point lies in it then, so every point of the cell agrees with its centre — else -1."""
+        ox, oz, size, rows, cols = self.grid.tolist()
+        row, col = np.divmod(np.arange(int(rows * cols)), int(cols))
+        centre_x, centre_z = ox + (col + 0.5) * size, oz + (row + 0.5) * size
+        inside = shapely.intersects_xy(self.polygon, centre_x, centre_z).astype(np.int8)
+        return np.where(np.diff(self.cell_start) > 0, np.int8(-1), inside)
+
     def contains(self, xz: ArrayLike) -> NDArray[np.bool_]:
-        """Whether each ground point ``(N, 2)`` lies on the main part (boundary included)."""
-        pts = np.asarray(xz, dtype=np.float64).reshape(-1, 2)
-        return shapely.intersects_xy(self.polygon, pts[:, 0], pts[:, 1])
+        """Whether each ground point ``(N, 2)`` lies on the main part (boundary included):
+        from the edge hash where a cell holds no edge, else by shapely."""
+        pts = np.ascontiguousarray(np.asarray(xz, dtype=np.float64).reshape(-1, 2))
+        status = vis.cell_status(self.grid, self._cell_inside, pts)
+        mixed = np.flatnonzero(status < 0)
+        if mixed.size:
+            status[mixed] = shapely.intersects_xy(self.polygon, pts[mixed, 0], pts[mixed, 1])
+        return status.astype(bool)
 
     def _nearest(self, pts: FloatArray, reach: float) -> tuple[FloatArray, FloatArray]:
         """Nearest boundary points of the main part within ``reach`` and their distances."""

@@ -23,8 +23,9 @@ from matplotlib.colors import ListedColormap
 from shapely.geometry.base import BaseGeometry
 
 from condvln.io import atomic_write_bytes
-from condvln.nav.area import NavArea, footprint
+from condvln.nav.area import NavArea
 from condvln.nav.geodesic import GridNavigator, Navigator
+from condvln.scene.ground import footprint
 from condvln.scene.model import Scene
 
 ROOM_COLOURS = {
@@ -144,7 +145,7 @@ def _polygons(geometry: BaseGeometry) -> list[BaseGeometry]:
 
 
 def _draw_rooms(ax: Axes, scene: Scene, area: NavArea | None, show_labels: bool) -> None:
-    from condvln.nav.area import room_floor
+    from condvln.scene.ground import room_floor
 
     floors = area.floors if area is not None else tuple(room_floor(r) for r in scene.rooms)
     for room, floor in zip(scene.rooms, floors, strict=True):

@@ -40,7 +40,7 @@ from markupsafe import Markup
 
 from condvln import __version__
 from condvln.errors import ConfigError, FormatError
-from condvln.evaluation.metrics import METRICS
+from condvln.evaluation.specs import METRICS
 from condvln.evaluation.tables import ResultTable, table2, table3
 from condvln.io import atomic_write_bytes, read_json
 from condvln.report import plots
@@ -145,7 +145,7 @@ def result_table_view(table: ResultTable) -> dict[str, Any]:
         }
         for row in table.rows
     ]
-    return {"title": table.title, "groups": table.groups, "rows": rows}
+    return {"title": table.title, "groups": table.groups, "rows": rows, "legend": table.legend}
 
 
 def _description(metric: str) -> str:

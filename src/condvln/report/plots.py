@@ -32,7 +32,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from condvln.evaluation.aggregate import aggregate_values, wilson_interval
-from condvln.evaluation.metrics import METRICS
+from condvln.evaluation.specs import METRICS
 from condvln.evaluation.tables import FAILURE_CATEGORIES, percent_mean
 from condvln.nav.render import PLAIN_TEXT
 

@@ -32,7 +32,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle
 
-from condvln.dataset.vlnce import SPLITS
 from condvln.errors import ConfigError, FormatError
 from condvln.frames import heading_vector, quaternion_to_yaw
 from condvln.io import atomic_write_bytes, read_json, resolve_path
@@ -41,6 +40,7 @@ from condvln.nav.render import PLAIN_TEXT, draw_scene, figure_size, finish_axes
 from condvln.program.ast import Condition, Exists, Go, If, Ref, Step, iter_ifs, program_from_dict
 from condvln.report.labels import Label, Placed, marker_box, place_labels
 from condvln.scene.model import Scene
+from condvln.vlnce import SPLITS
 
 Point = tuple[float, float]
 
@@ -403,7 +403,7 @@ LABEL_STYLE = {
 def map_labels(scene: Scene, figure: EpisodeFigure, path: AgentPath, names: bool) -> list[Label]:
     """The map's labels in priority order: branch goals, subgoals, then (``names``) rooms and
     the objects that stand on the floor."""
-    from condvln.nav.area import room_floor
+    from condvln.scene.ground import room_floor
 
     labels = []
     for i, branch in enumerate(figure.branches):
@@ -448,7 +448,7 @@ def crop_box(scene: Scene, figure: EpisodeFigure, path: AgentPath) -> tuple[floa
     from shapely.geometry import MultiPoint, Point
     from shapely.ops import unary_union
 
-    from condvln.nav.area import room_floor
+    from condvln.scene.ground import room_floor
 
     points = MultiPoint([figure.start, *figure.reference, *path.trajectory,
                          *(b.position for b in figure.branches), *(p for _, p in figure.subgoals)])  # fmt: skip

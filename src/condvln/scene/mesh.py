@@ -2,8 +2,8 @@
 
 One mesh serves the GLB export for habitat-sim (:mod:`condvln.habitat.export`) and the built-in
 renderer. It is built in the Habitat frame (metres, Y up) from the same floor and wall geometry as
-the navigable area (:func:`condvln.nav.area.room_floor`, :func:`condvln.nav.area.wall_lines`), so
-the two agree by construction:
+the navigable area (:func:`condvln.scene.ground.room_floor`,
+:func:`condvln.scene.ground.wall_lines`), so the two agree by construction:
 
 - **floor** — each room's floor polygon (or the fallback extent of its objects), triangulated at
   ``room.floor_height``, facing up;
@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
-from condvln.nav.area import room_floor, wall_lines
+from condvln.scene.ground import room_floor, wall_lines
 from condvln.scene.model import Room, Scene, SceneObject
 
 WALL_THICKNESS = 0.01

@@ -8,12 +8,21 @@ default), never looking at a scene:
 * ``commonsense_prior`` — the catalogue's world knowledge (:class:`CommonsensePrior`);
 * ``bag_of_words`` — a multinomial logistic regression from the instruction's word counts to the
   gold branch index, one model per number of branches;
+* ``complement`` — the truth train has *fewer* of, per group
+  (:class:`~condvln.synth.probes.ComplementPrior`), then the program is run on those guesses;
+* ``pair_aware`` — both members of each counterfactual pair in the evaluated split, guessed
+  jointly (:func:`~condvln.synth.probes.pair_aware_leaves`; scored on pair members only);
+* ``logistic_regression`` and ``gradient_boosting`` — scikit-learn models over the words and the
+  program's scene-free structure, tuned by scene-grouped cross-validation on train
+  (:class:`~condvln.synth.probes.LearnedProbe`);
 * ``constant_branch`` (the best fixed branch index, chosen on train) and ``nearest_goal`` (the
   gold goal is the leaf goal nearest the start).
 
 Each probe's branch accuracy is reported next to chance (the mean of ``1 / branches``) overall
-and per Table-1 category; the priors' accuracy at predicting each evaluated condition's truth is
-reported per condition type next to 50 %. :func:`violations` lists what exceeds the tolerances.
+and per Table-1 category, with n and a 95 % interval of accuracy − chance; the priors' accuracy
+at predicting each evaluated condition's truth is reported per condition type next to 50 %.
+:func:`violations` lists what is off chance beyond the tolerances in *either* direction: a probe
+far below chance is a leak too, because its mirror image (the opposite guesses) is as far above.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
+from scipy.stats import binomtest
 
 from condvln.program.ast import CATEGORIES, program_from_dict
 from condvln.synth.priors import (
@@ -37,10 +47,17 @@ from condvln.synth.priors import (
     labelled_conditions,
     predicted_leaf,
 )
+from condvln.synth.probes import ComplementPrior, LearnedProbe, pair_aware_leaves
 
 Episode = Mapping[str, Any]
-PRIOR_PROBES = ("text_prior", "commonsense_prior")
-BRANCH_PROBES = (*PRIOR_PROBES, "bag_of_words")
+PRIOR_PROBES = ("text_prior", "commonsense_prior", "complement")
+LEARNED_PROBES = {"logistic_regression": "logistic", "gradient_boosting": "boosting"}
+"""Report name → :data:`~condvln.synth.probes.MODELS` key."""
+BRANCH_PROBES = (*PRIOR_PROBES, "bag_of_words", "pair_aware", *LEARNED_PROBES)
+"""Probes judged overall and per category."""
+SHORTCUT_PROBES = ("constant_branch", "nearest_goal")
+"""Probes judged overall only, with the tighter shortcut tolerance."""
+PROBES = (*BRANCH_PROBES, *SHORTCUT_PROBES)
 
 
 @dataclass(frozen=True)
@@ -168,11 +185,20 @@ def _words(episode: Episode) -> list[str]:
 
 
 def _cell(hits: Sequence[bool], chance: Sequence[float]) -> dict[str, Any]:
+    """``n``, ``accuracy``, ``chance``, ``diff`` (accuracy − chance) and ``ci95``, all in
+    percent: the Wilson score 95 % interval of the accuracy minus chance (chance is a mean of
+    known ``1 / branches``, without sampling error); ``None`` values when ``n`` is 0."""
     n = len(hits)
+    if not n:
+        return {"n": 0, "accuracy": None, "chance": None, "diff": None, "ci95": None}
+    accuracy, base = 100.0 * float(np.mean(hits)), 100.0 * float(np.mean(chance))
+    interval = binomtest(int(np.sum(hits)), n).proportion_ci(0.95, method="wilson")
     return {
         "n": n,
-        "accuracy": 100.0 * float(np.mean(hits)) if n else None,
-        "chance": 100.0 * float(np.mean(chance)) if n else None,
+        "accuracy": accuracy,
+        "chance": base,
+        "diff": accuracy - base,
+        "ci95": [100.0 * float(interval.low) - base, 100.0 * float(interval.high) - base],
     }
 
 
@@ -195,7 +221,7 @@ def _condition_table(episodes: Sequence[Episode], prior: ConditionPrior) -> dict
         by_type[condition_type(condition)].append(guess(prior, condition) == truth)
         truths[condition_type(condition)].append(truth)
     return {
-        kind: {**_cell(by_type[kind], [0.5] * len(by_type[kind])), "true_share": np.mean(t)}
+        kind: {**_cell(by_type[kind], [0.5] * len(by_type[kind])), "true_share": float(np.mean(t))}
         for kind, t in sorted(truths.items())
     }
 
@@ -204,13 +230,17 @@ def leakage_audit(train: Sequence[Episode], evaluation: Sequence[Episode]) -> di
     """Train every blind probe on ``train`` and score it on ``evaluation`` (episode dicts).
 
     Returns:
-        ``{"episodes", "train_episodes", "branch": {probe: {"all" | category: {"n",
-        "accuracy", "chance"}}}, "conditions": {prior: {type: {..., "true_share"}}}}`` with
-        accuracies in percent.
+        ``{"episodes", "train_episodes", "branch": {probe: {"all" | category: cell}},
+        "conditions": {prior: {type: {..., "true_share"}}}, "hyperparameters": {learned
+        probe: chosen}}``, a cell being ``{"n", "accuracy", "chance", "diff", "ci95"}`` in
+        percent (:func:`_cell`); ``pair_aware`` counts only pair members whose sibling is in
+        ``evaluation`` (n = 0 when none is).
     """
+    labelled = labelled_conditions(train)
     priors: dict[str, ConditionPrior] = {
-        "text_prior": FrequencyPrior(labelled_conditions(train)),
+        "text_prior": FrequencyPrior(labelled),
         "commonsense_prior": CommonsensePrior(),
+        "complement": ComplementPrior(labelled),
     }
     programs = [program_from_dict(_info(e)["program"]) for e in evaluation]
     branch = {
@@ -220,6 +250,13 @@ def leakage_audit(train: Sequence[Episode], evaluation: Sequence[Episode]) -> di
     branch["bag_of_words"] = _branch_table(
         evaluation, BagOfWords(train).predict(evaluation) if train else [0] * len(evaluation)
     )
+    rows, leaves = pair_aware_leaves(evaluation, priors["text_prior"])
+    branch["pair_aware"] = _branch_table([evaluation[i] for i in rows], leaves)
+    chosen = {}
+    for name, kind in LEARNED_PROBES.items():
+        probe = LearnedProbe(kind, train)
+        branch[name] = _branch_table(evaluation, probe.predict(evaluation))
+        chosen[name] = probe.chosen
     counts = np.bincount([_info(e)["leaf_index"] for e in train], minlength=4)
     constant = int(np.argmax(counts)) if train else 0
     branch["constant_branch"] = _branch_table(evaluation, [constant] * len(evaluation))
@@ -230,6 +267,7 @@ def leakage_audit(train: Sequence[Episode], evaluation: Sequence[Episode]) -> di
         "train_episodes": len(train),
         "branch": branch,
         "conditions": {name: _condition_table(evaluation, p) for name, p in priors.items()},
+        "hyperparameters": chosen,
     }
 
 
@@ -245,7 +283,8 @@ def sampling_margin(n: int, chance: float, errors: float) -> float:
 
 
 def violations(report: Mapping[str, Any], tol: Tolerances | None = None) -> list[str]:
-    """One line per probe and cell that beats (or misses) chance by more than the tolerance."""
+    """One line per probe and cell whose accuracy is above *or below* chance (50 % for a
+    condition's truth) by more than the tolerance; cells under ``min_count`` are not judged."""
     tol = tol or Tolerances()
     problems = []
 
@@ -254,17 +293,19 @@ def violations(report: Mapping[str, Any], tol: Tolerances | None = None) -> list
             return
         target = cell["chance"] if reference is None else reference
         limit = max(limit, sampling_margin(cell["n"], target, tol.standard_errors))
-        if abs(cell["accuracy"] - target) > limit:
+        gap = cell["accuracy"] - target
+        if abs(gap) > limit:
+            side = "above" if gap > 0 else "below"
             problems.append(
-                f"{label}: {cell['accuracy']:.1f}% vs {target:.1f}% (n={cell['n']}, "
-                f"tolerance ±{limit:.1f} pp)"
+                f"{label}: {cell['accuracy']:.1f}% vs {target:.1f}%, {gap:+.1f} pp {side} "
+                f"chance (n={cell['n']}, tolerance ±{limit:.1f} pp)"
             )
 
     for probe in BRANCH_PROBES:
         for key, cell in report["branch"][probe].items():
             limit = tol.overall if key == "all" else tol.category
             check(f"{probe} {key}", cell, limit, None)
-    for probe in ("constant_branch", "nearest_goal"):
+    for probe in SHORTCUT_PROBES:
         check(f"{probe} all", report["branch"][probe]["all"], tol.shortcut, None)
     for prior in PRIOR_PROBES:
         for kind, cell in report["conditions"][prior].items():

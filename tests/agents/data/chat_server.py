@@ -238,12 +238,12 @@ def reader_plans(dataset_dir: Path, split: str, kind: str) -> dict[str, Plan]:
     """A :class:`Plan` per instruction of the split: ``"perfect"`` (the gold path's targets and
     the true verdicts) or ``"blind"`` (the first branch's targets, every condition taken as
     true — what ``condition_blind`` does)."""
-    from condvln.dataset.vlnce import load_split
     from condvln.graph import build_scene_graph
     from condvln.program.ast import If, condition_from_dict, leaf_paths, program_from_dict
     from condvln.program.interpret import ground
     from condvln.report.viz import condition_text
     from condvln.scene.serialize import load_scene
+    from condvln.vlnce import load_split
 
     def then_conditions(steps: Sequence[Any]) -> list[Any]:
         out = []

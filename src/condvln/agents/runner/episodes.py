@@ -17,10 +17,10 @@ import numpy as np
 
 from condvln.agents.base import EpisodeView
 from condvln.dataset.schema import load_checked_split
-from condvln.dataset.vlnce import encode, load_scene_index, scene_json_path, split_path
 from condvln.errors import ConfigError, ValidationError
 from condvln.frames import quaternion_to_yaw
 from condvln.sim.simulator import DEFAULT_BUDGET, Simulator
+from condvln.vlnce import encode, load_scene_index, scene_json_path, split_path
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,13 +46,18 @@ class AgentFault(Exception):
 
 @contextmanager
 def _deadline(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`AgentTimeout` in the block after ``seconds`` (main thread; SIGALRM)."""
+    """Raise :class:`AgentTimeout` in the block after ``seconds`` (main thread; SIGALRM).
+
+    An interval timer already running (a caller's own time limit) is left to fire when it
+    comes first, and otherwise rearmed afterwards with the time it had left.
+    """
     usable = (
         seconds is not None
         and hasattr(signal, "setitimer")
         and threading.current_thread() is threading.main_thread()
     )
-    if not usable:
+    outer = signal.getitimer(signal.ITIMER_REAL)[0] if usable else 0.0
+    if not usable or 0 < outer <= seconds:  # type: ignore[operator]
         yield
         return
 
@@ -60,12 +65,16 @@ def _deadline(seconds: float | None) -> Iterator[None]:
         raise AgentTimeout(f"no answer within the step timeout of {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, seconds)  # type: ignore[arg-type]
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         signal.signal(signal.SIGALRM, previous)
+        if outer:
+            left = outer - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
 
 
 def call_agent(method: str, fn: Callable[..., Any], *args: Any, timeout: float | None) -> Any:

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from condvln.agents.base import (
+    DEFAULT_STEP_TIMEOUT,
     is_batched,
     observation_format,
     prepare,
@@ -46,7 +47,7 @@ class WorkerConfig:
         protocol: The observation protocol.
         seed: Run seed.
         batch_size: Episodes stepped in lockstep (used when the agent has ``act_batch``).
-        step_timeout: Seconds an agent call may take (``None``: no limit).
+        step_timeout: Seconds an agent call may take (``None``: no limit; default 60).
         fail_fast: Stop the worker at the first failed episode.
     """
 
@@ -56,7 +57,7 @@ class WorkerConfig:
     protocol: ObservationProtocol
     seed: int
     batch_size: int = 1
-    step_timeout: float | None = None
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT
     fail_fast: bool = False
 
 
@@ -80,7 +81,9 @@ class EpisodeWorker:
 
     def __init__(self, config: WorkerConfig, agent: Any = None) -> None:
         self.config = config
-        self.agent = agent if agent is not None else load_agent(config.agent, config.agent_args)
+        if agent is None:
+            agent = load_agent(config.agent, config.agent_args, step_timeout=config.step_timeout)
+        self.agent = agent
         prepare(self.agent, config.dataset_dir)
         self.batched = is_batched(self.agent)
         self.batch_size = config.batch_size if self.batched else 1

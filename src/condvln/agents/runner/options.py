@@ -8,6 +8,8 @@ validates (:data:`condvln.config.SETTINGS`), so a field added here is at once a 
 True
 >>> RunOptions(protocol=None, agent_args=None) == RunOptions()
 True
+>>> RunOptions().step_timeout, RunOptions(step_timeout=2.5).step_timeout, RunOptions(step_timeout=0).step_timeout
+(60.0, 2.5, None)
 >>> RunOptions(video_format="avi")
 Traceback (most recent call last):
 ...
@@ -21,10 +23,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from condvln.agents.base import DEFAULT_STEP_TIMEOUT
 from condvln.errors import ConfigError
 from condvln.sim.protocol import ObservationProtocol
 
 VIDEO_FORMATS = ("mp4", "gif")
+
+MAX_STEP_TIMEOUT = 1e6
+"""The largest step timeout (seconds, about 11.6 days; the interval timer's range is finite)."""
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)``, called after each finished (or skipped) episode."""
@@ -49,8 +55,10 @@ class RunOptions(BaseModel):
             ``connect_timeout``, ``read_timeout``, ``max_response_bytes``).
         batch_size: Episodes each worker steps in lockstep with one ``act_batch`` call (agents
             without ``act_batch`` run one at a time).
-        step_timeout: Seconds one ``reset`` / ``act`` / ``act_batch`` call may take (``null``: no
-            limit); a slower call ends its episode with status ``timeout``.
+        step_timeout: Seconds one ``reset`` / ``act`` / ``act_batch`` call may take, and one
+            request to an agent server (``/info`` included, connecting and reading the whole
+            answer); a slower call ends its episode with status ``timeout``. Default 60;
+            ``0`` (or ``null``): no limit.
         fail_fast: Stop at the first episode the agent fails.
         resume: Skip the episodes the run folder already finished; ``false`` starts over.
         videos: Write a video of each of the first N episodes into ``videos/``.
@@ -65,7 +73,9 @@ class RunOptions(BaseModel):
     protocol: ObservationProtocol = ObservationProtocol()
     agent_args: dict[str, Any] = {}
     batch_size: int = Field(1, ge=1)
-    step_timeout: float | None = Field(None, gt=0)
+    step_timeout: float | None = Field(
+        DEFAULT_STEP_TIMEOUT, ge=0, le=MAX_STEP_TIMEOUT, allow_inf_nan=False
+    )
     fail_fast: bool = False
     resume: bool = True
     videos: int = Field(0, ge=0)
@@ -75,6 +85,11 @@ class RunOptions(BaseModel):
     @classmethod
     def _known_video_format(cls, value: str) -> str:
         return check_video_format(value)
+
+    @field_validator("step_timeout")
+    @classmethod
+    def _zero_is_no_limit(cls, value: float | None) -> float | None:
+        return value or None
 
     @field_validator("protocol", "agent_args", mode="before")
     @classmethod

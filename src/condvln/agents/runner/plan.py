@@ -50,9 +50,10 @@ def plan_run(
     observations through — joins the manifest's ``protocol`` and ``protocol_hash``.
     """
     factory = agent_factory(agent_name)
-    agent, agent_info = describe_agent(agent_name, factory, opts.agent_args)
+    agent, agent_info = describe_agent(agent_name, factory, opts.agent_args, opts.step_timeout)
     if agent is None and getattr(factory, "reads_text", False):
-        agent = load_agent(agent_name, opts.agent_args)  # its text rendering joins the stamp
+        # its text rendering joins the stamp
+        agent = load_agent(agent_name, opts.agent_args, step_timeout=opts.step_timeout)
     protocol, protocol_hash = protocol_stamp(opts.protocol, getattr(agent, "text_protocol", None))
     batched = is_batched(agent if agent is not None else factory)
     batch_size = opts.batch_size if batched else 1
@@ -96,12 +97,15 @@ def plan_run(
     return Plan(config, agent, executor, specs, manifest)
 
 
-def describe_agent(name: str, factory: Any, args: dict[str, Any]) -> tuple[Any, dict]:
-    """An instance when one is needed to learn about the agent, and the manifest's agent fields."""
+def describe_agent(
+    name: str, factory: Any, args: dict[str, Any], step_timeout: float | None
+) -> tuple[Any, dict]:
+    """An instance when one is needed to learn about the agent, and the manifest's agent fields
+    (an agent server's first ``/info`` keeps to ``step_timeout``)."""
     agent = None
     source = getattr(factory, "instruction_source", None) if isinstance(factory, type) else None
     if source is None:
-        agent = load_agent(name, args)
+        agent = load_agent(name, args, step_timeout=step_timeout)
         source = instruction_source(agent)
     elif source not in ("original", "oracle"):
         raise ConfigError(

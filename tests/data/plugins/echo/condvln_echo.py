@@ -1,5 +1,6 @@
-"""A tiny third-party CondVLN plugin: an agent and a scene source, found by entry point."""
+"""A tiny third-party CondVLN plugin: an agent, a scene source and a metric, found by entry point."""
 
+from condvln.evaluation.specs import EpisodeResult, MetricSpec
 from condvln.scene.model import Room, Scene
 from condvln.scene.sources import SceneSource
 from condvln.sim.simulator import FORWARD, STOP
@@ -35,3 +36,17 @@ SOURCE = SceneSource(
     reference="the room's width in metres",
     load=load,
 )
+
+
+def forward_share(result: EpisodeResult) -> float | None:
+    """The share of the episode's actions that are FORWARD (``None`` without a prediction)."""
+    actions = None if result.trajectory is None else result.trajectory.actions
+    if actions is None or len(actions) == 0:
+        return None
+    return float((actions == FORWARD).mean())
+
+
+FORWARD_SHARE = MetricSpec(
+    "forward_share", "continuous", "share of FORWARD actions (a test plugin)",
+    higher_is_better=None, score=forward_share,
+)  # fmt: skip

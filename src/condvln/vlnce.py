@@ -11,7 +11,9 @@ Layout of a dataset folder (what ``condvln generate`` writes)::
     test/test_answers.json.gz          {"<episode_id>": {"goals", "reference_path", "info"}}
 
 Files are gzip-compressed UTF-8 JSON written with a zero timestamp, so the same content always
-gives the same bytes.
+gives the same bytes. The format sits below everything that writes or reads it — the dataset
+generator, the habitat-sim configs and navmeshes, the runner, the evaluator — so none of them
+imports another to find a split file.
 """
 
 from __future__ import annotations
