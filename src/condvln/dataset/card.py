@@ -7,11 +7,7 @@ from typing import Any
 
 import numpy as np
 
-<<<<<<< HEAD
 from condvln.dataset.episode import path_length
-from condvln.dataset.vlnce import SPLITS
-=======
->>>>>>> main
 from condvln.program.ast import CATEGORIES
 from condvln.program.parse import tokenize
 from condvln.program.render import MAX_WORDS, word_count
