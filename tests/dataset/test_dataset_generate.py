@@ -8,6 +8,7 @@ import math
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ from condvln.program.ast import leaf_paths
 from condvln.program.parse import parse
 from condvln.vlnce import SPLITS, split_path
 
-CONFIG = GenerateConfig(scenes=10, per_scene=40, seed=3)
+CONFIG = GenerateConfig(scenes=10, per_scene=40, seed=3, branch_steps=(1, 2, 3))
+"""Arms of 1–3 targets, so in-branch subgoals are covered (the default design takes one)."""
 
 
 def _read(path: Path) -> Any:
@@ -296,8 +298,9 @@ def test_cli_evaluate_reference_paths_score_perfectly(dataset: Path, tmp_path: P
 
 
 def test_branch_arms_hold_their_own_targets(dataset: Path) -> None:
-    """branch_steps 1–3 targets per arm; the gold arm's earlier ones are in-branch subgoals,
-    more than 2τ from the waypoints and from every other arm's goal; the oracle lists them."""
+    """Arms hold ``branch_steps`` targets (1–3 as configured; the default design takes one,
+    issue 26); the gold arm's earlier ones are in-branch subgoals, more than 2τ from the
+    waypoints and from every other arm's goal; the oracle lists them."""
     seen: set[int] = set()
     for split in ("train", "val_seen"):
         for episode in _read(split_path(dataset, split))["episodes"]:
@@ -318,6 +321,26 @@ def test_branch_arms_hold_their_own_targets(dataset: Path) -> None:
             executed = leaf_paths(program.steps)[info["leaf_index"]][1]
             assert oracle.steps == executed
     assert seen <= {1, 2, 3} and len(seen) >= 2
+
+
+def test_gold_leaves_are_balanced_in_what_is_written(dataset: Path) -> None:
+    """Issue 26 item 1: episodes are built before balancing, so every bucket of every split
+    group (seen = train + val_seen, val_unseen, test) holds each gold leaf equally often, and
+    the episode stage's rejections are counted before balancing."""
+    groups: dict[str, list[dict[str, Any]]] = {"seen": [], "val_unseen": [], "test": []}
+    for split in ("train", "val_seen", "val_unseen"):
+        infos = [e["info"]["condvln"] for e in _read(split_path(dataset, split))["episodes"]]
+        groups["seen" if split != "val_unseen" else split] += infos
+    answers = _read(split_path(dataset, "test", "_answers"))
+    groups["test"] = [entry["info"]["condvln"] for entry in answers.values()]
+    for group, infos in groups.items():
+        assert infos, group
+        counts = Counter((i["bucket"], i["leaf_index"]) for i in infos)
+        for bucket in {i["bucket"] for i in infos}:
+            n = next(i["n_branches"] for i in infos if i["bucket"] == bucket)
+            assert len({counts[bucket, leaf] for leaf in range(n)}) == 1, (group, bucket)
+    stats = orjson.loads((dataset / "stats.json").read_bytes())
+    assert stats["rejections"].get("goal_separation", 0) > 0
 
 
 def test_validate_rederives_in_branch_subgoals(dataset: Path, tmp_path: Path) -> None:

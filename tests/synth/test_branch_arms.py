@@ -21,11 +21,21 @@ from condvln.synth.sampler import (
     program_size,
     sample_instance,
 )
+from condvln.synth.shapes import SKELETONS
 
 
-def test_design_gives_fewer_branch_steps_to_bigger_programs() -> None:
-    steps: dict[str, set[int]] = {}
+def test_default_design_gives_every_category_the_same_workload() -> None:
+    """Issue 26 item 4: one branch step and horizons 0-2 for every Table-1 category."""
+    design: dict[str, set[tuple[int, int]]] = {}
     for bucket in all_buckets():
+        design.setdefault(bucket.category, set()).add((bucket.horizon, bucket.branch_steps))
+    assert set(design) == set(SKELETONS)
+    assert all(cells == {(0, 1), (1, 1), (2, 1)} for cells in design.values()), design
+
+
+def test_longer_arms_go_to_smaller_programs_only() -> None:
+    steps: dict[str, set[int]] = {}
+    for bucket in all_buckets(branch_steps=(1, 2, 3)):
         steps.setdefault(bucket.category, set()).add(bucket.branch_steps)
         assert program_size(bucket.category, bucket.horizon, bucket.branch_steps) <= MAX_SIZE
     assert steps == {
@@ -41,7 +51,7 @@ def test_design_gives_fewer_branch_steps_to_bigger_programs() -> None:
     assert program_size("chain", 1, 3) == 12
     assert program_size("nested", 2, 2) == 2 + 3 * 2 + 2 + 1 == 11
     assert program_size("deep_nested", 2, 1) == 2 + 4 + 3 + 2 == 11
-    keys = {b.key for b in all_buckets()}
+    keys = {b.key for b in all_buckets(branch_steps=(1, 2, 3))}
     assert "simple/in_room/hidden/h2/s3" in keys and "simple/in_room/hidden/h2" in keys
 
 

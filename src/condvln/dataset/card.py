@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections import Counter
 from typing import Any
 
 import numpy as np
 
+from condvln.dataset.episode import path_length
 from condvln.program.ast import CATEGORIES
 from condvln.program.parse import tokenize
 from condvln.program.render import MAX_WORDS, word_count
@@ -58,10 +57,6 @@ def template_counts() -> dict[str, Any]:
         "constructs": {c: len(t.variants(c)) for c in SLOTS},
         "relation_phrases": sum(len(p) for p in t.relations.values()),
     }
-
-
-def _path_length(path: list[list[float]]) -> float:
-    return sum(math.dist(a, b) for a, b in itertools.pairwise(path))
 
 
 def _spread(total: int, n: int) -> list[int]:
@@ -153,7 +148,7 @@ def dataset_stats(
         "counterfactual_pairs": sum(1 for i in infos if i["pair_id"]) // 2,
         "branch_balance": synth.report,
         "reference_path_length_m": _distribution(
-            [_path_length(e["reference_path"]) for e, _, _ in records]
+            [path_length(e["reference_path"]) for e, _, _ in records]
         ),
         "geodesic_distance_m": _distribution(
             [e["info"]["geodesic_distance"] for e, _, _ in records]

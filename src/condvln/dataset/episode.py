@@ -85,7 +85,8 @@ def _path(nav: Navigator, points: list[tuple[float, float, float]]) -> list[list
     return out
 
 
-def _length(path: list[list[float]]) -> float:
+def path_length(path: list[list[float]]) -> float:
+    """Length of a polyline (m)."""
     return float(sum(math.dist(a, b) for a, b in itertools.pairwise(path)))
 
 

@@ -8,13 +8,14 @@ folder is written to a temporary sibling and renamed into place: nothing half-wr
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import orjson
@@ -29,6 +30,7 @@ from condvln.dataset.episode import (
     TEST_EPISODE_KEYS,
     TURN_ALLOWANCE,
     build_episode,
+    path_length,
 )
 from condvln.errors import ConfigError
 from condvln.graph import RelationConfig
@@ -41,7 +43,7 @@ from condvln.scene.identity import first_of_each, scene_fingerprint
 from condvln.scene.serialize import scene_to_json
 from condvln.synth.driver import GENERATION_GRID, success_radius
 from condvln.synth.pipeline import SceneSpec, run_synthesis, scene_seed, scene_specs
-from condvln.synth.sampler import Instance, Rejected
+from condvln.synth.sampler import BRANCH_STEPS, Instance, Rejected
 from condvln.vlnce import SCENE_INDEX, SPLITS, build_vocab, dump_gz, encode, split_path
 
 
@@ -62,6 +64,9 @@ class GenerateConfig(BaseModel):
         step_budget_factor: Step budget: forward steps allowed per forward step of the longest
             execution path over all branches.
         step_budget_per_target: Step budget: extra steps per navigation target (turning).
+        branch_steps: Targets per branch arm the design samples (default one: the same
+            workload for every Table-1 category; 2 and 3 only where a shape fits the word
+            limit, so the categories' workloads then differ).
         relations: Predicate thresholds.
     """
 
@@ -79,6 +84,7 @@ class GenerateConfig(BaseModel):
     single_room_radius: float = Field(0.5, gt=0.0)
     step_budget_factor: float = Field(BUDGET_FACTOR, gt=0.0)
     step_budget_per_target: int = Field(TURN_ALLOWANCE, ge=0)
+    branch_steps: tuple[Annotated[int, Field(ge=1, le=3)], ...] = Field(BRANCH_STEPS, min_length=1)
     relations: RelationConfig = RelationConfig()
 
     def config_hash(self) -> str:
@@ -100,7 +106,6 @@ class SceneEpisodes:
     habitat_scene_id: str
     assets: dict[str, bytes]
     records: list[Record]
-    rejections: Counter[str]
 
 
 def scene_file_name(scene_id: str) -> str:
@@ -109,15 +114,9 @@ def scene_file_name(scene_id: str) -> str:
     return f"scenes/{safe}.json"
 
 
-def _episodes_for_scene(
-    args: tuple[SceneSpec, int, list[Instance], GenerateConfig],
-) -> SceneEpisodes:
-    spec, index, instances, config = args
-    scene = spec.load()
-    nav = ExactNavigator(scene, config=GENERATION_GRID)
-    radius = success_radius(scene, config.multi_room_radius, config.single_room_radius)
-    rng = np.random.default_rng(scene_seed(config.seed, index) + 1)
-    extras = {
+def _extras(spec: SceneSpec, config: GenerateConfig, scene_file: str) -> dict[str, Any]:
+    """Provenance fields every episode of a scene carries in ``info.condvln``."""
+    return {
         "source_dataset": spec.source,
         "scene_reference": spec.reference,
         "seed": config.seed,
@@ -125,14 +124,32 @@ def _episodes_for_scene(
         "config_hash": config.config_hash(),
         "relation_config_hash": config.relations.config_hash,
         "condvln_version": __version__,
+        "scene_file": scene_file,
     }
-    file_name = scene_file_name(scene.id)
-    habitat = habitat_scene(scene, file_name)
-    extras["scene_file"] = file_name
-    records, rejections = [], Counter()
+
+
+def vet_instances(
+    spec: SceneSpec,
+    config: GenerateConfig,
+    scene: Any,
+    index: int,
+    top_up: int,
+    instances: list[Instance],
+) -> tuple[list[Instance], Counter[str]]:
+    """Build the episode of every fresh instance of a scene (a :data:`~condvln.synth.pipeline.Vet`
+    run in the sampling worker, before balancing): the instances whose episode could be built,
+    each carrying ``(episode, gt)`` as its payload, and the rejections counted. A pair member
+    whose sibling was rejected goes too (``pair_sibling_rejected``): a pair is kept whole or
+    not at all, so what balancing keeps is what the dataset holds."""
+    nav = ExactNavigator(scene, config=GENERATION_GRID)
+    radius = success_radius(scene, config.multi_room_radius, config.single_room_radius)
+    rng = np.random.default_rng([scene_seed(config.seed, index, top_up), 1])
+    habitat = habitat_scene(scene, scene_file_name(scene.id))
+    extras = _extras(spec, config, scene_file_name(scene.id))
+    built, rejections = [], Counter()
     for inst in instances:
         try:
-            episode, gt = build_episode(
+            record = build_episode(
                 inst,
                 nav,
                 rng,
@@ -145,21 +162,37 @@ def _episodes_for_scene(
         except Rejected as exc:
             rejections[exc.reason] += 1
             continue
-        records.append((episode, gt, inst))
-    records = _whole_pairs(records, rejections)
+        length = path_length(record[0]["reference_path"])
+        built.append(dataclasses.replace(inst, payload=record, gold_length=length))
+    return _whole_pairs(built, rejections), rejections
+
+
+def _episodes_for_scene(args: tuple[SceneSpec, list[Instance]]) -> SceneEpisodes:
+    """A scene's file, habitat assets and the records of its kept instances."""
+    spec, instances = args
+    scene = spec.load()
+    file_name = scene_file_name(scene.id)
+    habitat = habitat_scene(scene, file_name)
+    records = [_record(inst) for inst in instances]
     assets = composed_scene_files(scene, file_name) if habitat.composed else {}
-    return SceneEpisodes(
-        file_name, scene_to_json(scene), habitat.scene_id, assets, records, rejections
-    )
+    return SceneEpisodes(file_name, scene_to_json(scene), habitat.scene_id, assets, records)
 
 
-def _whole_pairs(records: list[Record], rejections: Counter[str]) -> list[Record]:
+def _record(inst: Instance) -> Record:
+    """The instance's vetted episode, its pair id as balancing left it (a pair that lost a
+    member is no pair)."""
+    episode, gt = inst.payload
+    episode["info"]["condvln"]["pair_id"] = inst.pair_id
+    return episode, gt, inst
+
+
+def _whole_pairs(built: list[Instance], rejections: Counter[str]) -> list[Instance]:
     """Drop a counterfactual pair member whose sibling the episode stage rejected (counted as
     ``pair_sibling_rejected``): a pair is scored as a whole or not at all."""
-    counts = Counter(inst.pair_id for _, _, inst in records if inst.pair_id)
-    whole = [r for r in records if not r[2].pair_id or counts[r[2].pair_id] == 2]
-    if len(whole) < len(records):
-        rejections["pair_sibling_rejected"] += len(records) - len(whole)
+    counts = Counter(inst.pair_id for inst in built if inst.pair_id)
+    whole = [i for i in built if not i.pair_id or counts[i.pair_id] == 2]
+    if len(whole) < len(built):
+        rejections["pair_sibling_rejected"] += len(built) - len(whole)
     return whole
 
 
@@ -295,16 +328,30 @@ def _generate(
         on_scene_done=tick("sampling", len(specs)),
         strata=[groups[i] for i in range(len(specs))],
         train=functools.partial(_is_train, config=config),
+        vet=functools.partial(_vet, specs=tuple(specs), config=config),
+        branch_steps=tuple(sorted(set(config.branch_steps))),
     )
     by_scene: dict[str, list[Instance]] = defaultdict(list)
     for inst in synth.instances:
         by_scene[inst.scene_id].append(inst)
     tasks = [
-        (spec, i, by_scene.get(sid, []), config)
-        for i, (spec, sid) in enumerate(zip(specs, synth.scene_ids, strict=True))
+        (spec, by_scene.get(sid, [])) for spec, sid in zip(specs, synth.scene_ids, strict=True)
     ]
     built = list(ordered_map(_episodes_for_scene, tasks, workers, tick("episodes", len(tasks))))
     return _write(out, config, built, synth, overwrite)
+
+
+def _vet(
+    scene: Any,
+    index: int,
+    top_up: int,
+    instances: list[Instance],
+    *,
+    specs: tuple[SceneSpec, ...],
+    config: GenerateConfig,
+) -> tuple[list[Instance], Counter[str]]:
+    """:func:`vet_instances` of the run's ``index``-th scene."""
+    return vet_instances(specs[index], config, scene, index, top_up, instances)
 
 
 def _require_distinct_ids(specs: list[SceneSpec], scene_ids: list[str]) -> None:
@@ -327,7 +374,6 @@ def _write(
     splits: dict[str, list[tuple[dict[str, Any], dict[str, Any], Instance]]] = defaultdict(list)
     rejections = Counter(synth.rejections)
     for index, scene in enumerate(built):
-        rejections.update(scene.rejections)
         for record in scene.records:
             splits[_split_of(groups[index], record[2], config)].append(record)
     texts = [

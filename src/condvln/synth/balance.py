@@ -31,6 +31,7 @@ from condvln.synth.priors import (
     predicted_leaf,
 )
 from condvln.synth.sampler import Instance
+from condvln.synth.workload import match_workload
 
 
 def _pick(group: list[Instance], quota: int, n_leaves: int) -> list[Instance]:
@@ -49,10 +50,6 @@ TRUTH_SLACK = 0.1
 """Per group of ``n ≥ MIN_GROUP`` uses, ``|true − false| ≤ max(2, TRUTH_SLACK × n)`` (majority
 share ≤ 0.6 from 10 uses on, ≤ 0.55 from 20 on)."""
 
-GLOBAL_SLACK = 0.15
-"""Over the whole run, a group used ``n ≥ 10`` times keeps ``|true − false| ≤ GLOBAL_SLACK × n``
-(majority share ≤ 0.575)."""
-
 MIN_GROUP = 5
 """Groups used fewer times are left alone (their type's pooled balance still holds)."""
 
@@ -69,10 +66,9 @@ MAX_TRIM = 0.2
 SECOND_TRIM = 0.1
 """Largest share of a stratum the second pass (the learned frequency prior) may drop."""
 
-GUARANTEE_TRIM = 0.2
-"""Largest share of a stratum the last pass may drop to meet the run-wide guarantees (groups
-used ≥ 10 times: majority share ≤ 0.6; condition types: true share 0.5 ± 0.03) where the
-stratum-level passes left them unmet."""
+FINAL_TRIM = 0.2
+"""Largest share of a stratum the last pass may drop to even out the truths (groups, condition
+types, rooms; no priors) that the capped passes and workload matching left skewed."""
 
 STRATUM = "#"
 """Prefix of a stratum label inside a balance key."""
@@ -130,23 +126,16 @@ def _allowed(key: Key, n: int) -> float:
     """Largest ``|true − false|`` tolerated for a balance key used ``n`` times.
 
     Pooled types: :data:`POOLED_SLACK`; blind probes: :data:`PROBE_SLACK` (truth guesses:
-    the pooled slack). Groups within a stratum: :data:`TRUTH_SLACK` from :data:`MIN_GROUP`
-    uses on. Groups over the whole run (keys without a stratum): only the guarantee, majority
-    share ≤ 0.6 from 10 uses on — binding them tighter would push the strata's leans apart, so
-    a prior learned on train would be wrong on purpose elsewhere.
+    the pooled slack). Groups: :data:`TRUTH_SLACK` from :data:`MIN_GROUP` uses on. Keys are
+    counted within a stratum only: balancing a group over the whole run as well would push the
+    strata's leans apart (train leaning true makes the others lean false), so a prior learned on
+    train, or its mirror image, would predict the other splits.
     """
     if key[1:2] == (PROBE,):
         return max(2.0, POOLED_SLACK * n) if key[2].endswith(" truth") else PROBE_SLACK
     if "*" in key[:2]:
         return max(2.0, POOLED_SLACK * n)
-    if key[0].startswith(STRATUM):
-        return float(n) if n < MIN_GROUP else max(2.0, TRUTH_SLACK * n)
-    return float(n) if n < 10 else GLOBAL_SLACK * n
-
-
-GLOBAL_WEIGHT = 40.0
-"""How much more a run-wide group's or condition type's skew counts than a stratum's when rows
-are dropped (the run-wide guarantees are the ones the dataset card states)."""
+    return float(n) if n < MIN_GROUP else max(2.0, TRUTH_SLACK * n)
 
 
 SWEEPS = 3
@@ -158,12 +147,10 @@ PROBE_WEIGHT = 5.0
 
 def _excess(counts: TruthCounts, key: Key, truth: bool) -> float:
     """How far ``truth`` outnumbers the other truth of ``key`` beyond the slack (≤ 0: fine),
-    weighted by :data:`GLOBAL_WEIGHT` for run-wide groups and condition types."""
+    weighted by :data:`PROBE_WEIGHT` for blind-probe keys."""
     n = counts[key, True] + counts[key, False]
     excess = counts[key, truth] - counts[key, not truth] - _allowed(key, n)
-    if key[1:2] == (PROBE,):
-        return PROBE_WEIGHT * excess
-    return GLOBAL_WEIGHT * excess if not key[0].startswith(STRATUM) else excess
+    return PROBE_WEIGHT * excess if key[1:2] == (PROBE,) else excess
 
 
 def _badness(counts: TruthCounts, keys: list[tuple[Key, bool]]) -> float:
@@ -207,10 +194,9 @@ def _leaf_balance(items: list[Instance], rng: np.random.Generator) -> list[Insta
 def _balance_keys(
     inst: Instance, label: str, priors: dict[str, ConditionPrior]
 ) -> list[tuple[Key, bool]]:
-    """Every key an instance counts towards in truth balancing: its groups and types within its
-    stratum and over the run, and the blind priors' hits within its stratum."""
-    own = _truth_keys(inst)
-    keys = [((STRATUM + label, *k), t) for k, t in own] + own
+    """Every key an instance counts towards in truth balancing, all within its stratum: its
+    groups and condition types, and the blind priors' hits."""
+    keys = [((STRATUM + label, *k), t) for k, t in _truth_keys(inst)]
     for name, prior in priors.items():
         keys += [((STRATUM + label, *k), t) for k, t in _probe_keys(inst, name, prior)]
     return keys + [((STRATUM + label, *k), t) for k, t in _room_keys(inst)]
@@ -223,23 +209,18 @@ def _trim_rows(
     priors: dict[str, dict[str, ConditionPrior]],
     cap: float = MAX_TRIM,
     frozen: set[str] = frozenset(),  # type: ignore[assignment]
-    run_wide: bool = False,
 ) -> list[Instance]:
     """Drop whole rows (one instance of every gold leaf of a cell and stratum) while that
-    reduces truth skew, counted per stratum and over all strata, and the blind priors' lead
+    reduces truth skew, counted per stratum, and the blind priors' lead
     over chance (``priors``: stratum label → probe name → prior).
 
     The worst instances (largest :func:`_badness`) seed the rows; each other leaf of the
     cell gives up its own worst instance. Leaf balance is kept exactly; at most ``cap`` of a
     stratum is dropped, none of the strata in ``frozen``, and every Table-1 category keeps at
-    least half its instances in each stratum (and at least one). With ``run_wide`` only the
-    run-wide groups and condition types count (the guarantees the dataset card states).
+    least half its instances in each stratum (and at least one).
     """
     counts: TruthCounts = Counter()
-    keys = [
-        _truth_keys(i) if run_wide else _balance_keys(i, labels[j], priors.get(labels[j], {}))
-        for j, i in enumerate(items)
-    ]
+    keys = [_balance_keys(i, labels[j], priors.get(labels[j], {})) for j, i in enumerate(items)]
     for item_keys in keys:
         counts.update(item_keys)
     cells: dict[tuple[str, int], list[int]] = defaultdict(list)  # (stratum|cell, leaf)
@@ -319,15 +300,16 @@ def balance(
 
     Gold leaves are balanced exactly per :func:`cell_key` — within every stratum when
     ``strata`` gives one label per instance (e.g. the split group of its scene); truths of the
-    gold paths' conditions are balanced per condition group and per condition type, within each
-    stratum and over the whole run (slack :data:`TRUTH_SLACK`, :data:`POOLED_SLACK`), and the
-    catalogue prior's branch hits per category and truth guesses per condition type are held at
-    chance within each stratum. With ``train`` (``train(instance, stratum)``: whether blind probes are trained on it)
-    a second pass does the same, in the strata holding no training instance, for the frequency
-    prior learned on the kept training instances; strata with training instances are left as
-    they are then, so that prior stays the one the probes learn. A last pass (at most
-    :data:`GUARANTEE_TRIM` of a stratum) drops rows only for the run-wide guarantees the earlier
-    passes' caps left unmet (groups used ≥ 10 times, pooled condition types). The order of
+    gold paths' conditions are balanced per condition group and per condition type within each
+    stratum, never over the whole run (slack :data:`TRUTH_SLACK`, :data:`POOLED_SLACK`; see
+    :func:`_allowed`), and the catalogue prior's branch hits per category and truth guesses per
+    condition type are held at chance within each stratum. With ``train``
+    (``train(instance, stratum)``: whether blind probes are trained on it) a second pass does
+    the same, in the strata holding no training instance, for the frequency prior learned on
+    the kept training instances; strata with training instances are left as they are then, so
+    that prior stays the one the probes learn. Then the categories' navigation workload is
+    evened within each stratum (:func:`~condvln.synth.workload.match_workload`), and a last
+    pass (at most :data:`FINAL_TRIM` of a stratum) evens the truths again. The order of
     ``instances`` is preserved.
     """
     rng = np.random.default_rng(seed)
@@ -367,7 +349,8 @@ def balance(
             lab for i, lab in zip(chosen, chosen_labels, strict=True) if id(i) in kept_ids
         ]
         chosen = [i for i in chosen if id(i) in kept_ids]
-    chosen = _trim_rows(chosen, chosen_labels, rng, {}, GUARANTEE_TRIM, run_wide=True)
+    chosen, chosen_labels = match_workload(chosen, chosen_labels, rng)
+    chosen = _trim_rows(chosen, chosen_labels, rng, {}, FINAL_TRIM)
     chosen.sort(key=lambda inst: position[id(inst)])
     members = Counter(i.pair_id for i in chosen if i.pair_id is not None)
     return [

@@ -12,7 +12,7 @@ import hashlib
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from condvln.scene.sources import SOURCES, load
 from condvln.synth.balance import balance, balance_report
 from condvln.synth.driver import success_radius, synthesize
 from condvln.synth.groups import GroupStats, scene_group_counts
-from condvln.synth.sampler import Instance, all_buckets
+from condvln.synth.sampler import BRANCH_STEPS, Instance, all_buckets
 from condvln.synth.shapes import SKELETONS
 
 
@@ -61,13 +61,6 @@ MIN_YIELD = 0.7
 """Share of the requested ``scenes × per_scene`` episodes a run keeps at least (when the scenes
 can hold them): a shorter yield is topped up by sampling more (:data:`TOP_UPS` rounds)."""
 
-EPISODE_KEEP = 0.85
-"""Share of the balanced instances the episode stage is planned to keep: it moves each goal to
-the reference follower's stop (:mod:`condvln.dataset.episode`) and drops the 8–12 % whose goal
-then sits within 2τ of the start or another target, with their pair siblings. The yield
-target :data:`MIN_YIELD` is divided by it so that the written dataset, not the synthesis,
-keeps :data:`MIN_YIELD` of the request."""
-
 TOP_UPS = 2
 """Extra sampling rounds at most when balancing left fewer than :data:`MIN_YIELD` of the request."""
 
@@ -78,6 +71,9 @@ CATEGORY_TOP_UP_ROWS = 2
 """Rows per scene sampled, in one more round, for a Table-1 category a stratum lost (runs of at
 least :data:`MIN_SCENES_FOR_GROUPS` scenes); a category still missing then is sampled once more
 in that stratum's scenes with :data:`CATEGORY_PERSISTENCE`."""
+
+CATEGORY_SHORT = 0.6
+"""A stratum holding fewer than this share of a category's even share gets category rounds."""
 
 CATEGORY_PERSISTENCE = 40
 """Attempt budget and failed-row limit multiplier of the last category round: some houses fill a
@@ -161,56 +157,61 @@ def _group_counts(args: tuple[SceneSpec, RelationConfig | None]) -> Counter:
     return scene_group_counts(build_scene_graph(spec.load(), relations))
 
 
-def _synthesize_one(
-    args: tuple[
-        SceneSpec,
-        int,
-        int,
-        int,
-        int,
-        float,
-        RelationConfig | None,
-        tuple[float, float],
-        GroupStats | None,
-        int,
-        str | None,
-        int,
-    ],
-) -> tuple[str, list[Instance], Counter]:
-    (
-        spec,
-        seed,
-        index,
-        offset,
-        quota,
-        share,
-        relations,
-        radii,
-        groups,
-        top_up,
-        category,
-        persistence,
-    ) = args
-    scene = spec.load()
+Vet = Callable[[Any, int, int, list[Instance]], tuple[list[Instance], Counter[str]]]
+"""``vet(scene, index, round, instances) -> (kept, rejections)``: a later stage's check, run on a
+scene's fresh instances in the worker that sampled them, before balancing (the dataset builds
+each episode there and attaches it as :attr:`Instance.payload`), so that what balancing keeps is
+final. It must be a picklable, pure function of its arguments."""
+
+
+@dataclass(frozen=True)
+class _SceneTask:
+    """One scene's sampling round (a worker task)."""
+
+    spec: SceneSpec
+    seed: int
+    index: int
+    offset: int
+    quota: int
+    share: float
+    relations: RelationConfig | None
+    radii: tuple[float, float]
+    groups: GroupStats | None
+    top_up: int = 0
+    category: str | None = None
+    persistence: int = 1
+    vet: Vet | None = None
+    branch_steps: tuple[int, ...] = BRANCH_STEPS
+
+
+def _synthesize_one(task: _SceneTask) -> tuple[str, list[Instance], Counter]:
+    scene = task.spec.load()
     result = synthesize(
         scene,
-        seed=scene_seed(seed, index, top_up),
-        quota=quota,
-        leaf_offset=offset,
-        counterfactual_share=share,
-        radius=success_radius(scene, *radii),
-        relation_config=relations,
-        groups=groups,
-        buckets=[b for b in all_buckets() if b.category == category] if category else None,
-        persistence=persistence,
+        seed=scene_seed(task.seed, task.index, task.top_up),
+        quota=task.quota,
+        leaf_offset=task.offset,
+        counterfactual_share=task.share,
+        radius=success_radius(scene, *task.radii),
+        relation_config=task.relations,
+        groups=task.groups,
+        buckets=[
+            b
+            for b in all_buckets(branch_steps=task.branch_steps)
+            if task.category in (None, b.category)
+        ],
+        persistence=task.persistence,
     )
-    instances = result.instances
-    if top_up:  # minimal-pair ids restart in every round
+    instances, rejections = result.instances, result.rejections
+    if task.top_up:  # minimal-pair ids restart in every round
         instances = [
-            dataclasses.replace(i, pair_id=f"{i.pair_id}+{top_up}") if i.pair_id else i
+            dataclasses.replace(i, pair_id=f"{i.pair_id}+{task.top_up}") if i.pair_id else i
             for i in instances
         ]
-    return scene.id, instances, result.rejections
+    if task.vet is not None:
+        instances, vetted = task.vet(scene, task.index, task.top_up, instances)
+        rejections = rejections + vetted
+    return scene.id, instances, rejections
 
 
 def _stratum_groups(
@@ -257,6 +258,8 @@ def run_synthesis(
     on_scene_done: Callable[[], None] | None = None,
     strata: Sequence[str] | None = None,
     train: Callable[[Instance, str], bool] | None = None,
+    vet: Vet | None = None,
+    branch_steps: tuple[int, ...] = BRANCH_STEPS,
 ) -> SynthesisResult:
     """Sample ``per_scene`` instances in every scene, then balance them; when fewer than
     :data:`MIN_YIELD` of ``per_scene × scenes`` survive balancing, sample the shortfall (divided
@@ -272,82 +275,142 @@ def run_synthesis(
     speak of: any group is asked, and only balancing evens the truths). ``strata`` (one label
     per scene, e.g. its split group) makes balancing hold within each stratum, not only over
     the whole run, with group statistics of its own; ``train`` tells the instances blind probes
-    learn from (:func:`~condvln.synth.balance.balance`). ``radii`` are the success radii of multi-room and single-room scenes (leaf
-    goals are sampled more than twice the radius apart). ``workers`` is a process count or an
+    learn from (:func:`~condvln.synth.balance.balance`). ``vet`` (:data:`Vet`) drops, before
+    balancing, what a later stage would drop, so the balance holds in what is written.
+    ``branch_steps`` are the arm lengths of the bucket design
+    (:func:`~condvln.synth.sampler.all_buckets`).
+    ``radii`` are the success radii of multi-room and single-room scenes (leaf goals are
+    sampled more than twice the radius apart). ``workers`` is a process count or an
     :class:`~condvln.parallel.Executor` (one task per scene).
     """
     labels = list(strata) if strata is not None else [""] * len(scenes)
-    share = counterfactual_share
     groups, per_scene_groups = _stratum_groups(scenes, labels, relation_config, workers)
-    rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaves rotate per stratum
-
-    def sample(
-        quota: int,
-        top_up: int,
-        done: Callable[[], None] | None,
-        category: str | None = None,
-        persistence: int = 1,
-    ) -> list[Instance]:
-        """One sampling round over every scene (with ``category``: only the scenes of strata
-        missing it, only its buckets)."""
-        tasks = [
-            (
-                spec,
-                seed,
-                i,
-                rank[i],
-                quota,
-                share,
-                relation_config,
-                radii,
-                g,
-                top_up,
-                category,
-                persistence,
-            )
-            for i, (spec, g) in enumerate(zip(scenes, per_scene_groups, strict=True))
-            if category is None or (labels[i], category) in missing_categories
-        ]
-        found_all: list[Instance] = []
-        results = ordered_map(_synthesize_one, tasks, workers, done)
-        for index, (scene_id, found, rejected) in enumerate(results):
-            if top_up == 0:
-                scene_ids.append(scene_id)
-                stratum_of[scene_id] = labels[index]
-            found_all.extend(found)
-            rejections.update(rejected)
-        return found_all
-
-    scene_ids: list[str] = []
-    rejections: Counter[str] = Counter()
-    stratum_of: dict[str, str] = {}
-    missing_categories: set[tuple[str, str]] = set()
-    gathered = sample(per_scene, 0, on_scene_done)
-    kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
-    wanted = MIN_YIELD * per_scene * len(scenes) / EPISODE_KEEP
-    for top_up in range(1, TOP_UPS + 1):  # oversample where the yield fell short
-        if len(kept) >= wanted or not gathered:
-            break
-        rate = len(kept) / len(gathered)
-        short = (TOP_UP_MARGIN * wanted - len(kept)) / max(rate, 0.25)
-        gathered += sample(math.ceil(short / len(scenes)), top_up, None)
-        kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
-    for attempt in range(2 if len(scenes) >= MIN_SCENES_FOR_GROUPS else 0):  # a category lost
-        found = {(stratum_of[i.scene_id], i.bucket.category) for i in kept}
-        missing_categories = {(lab, c) for lab in set(labels) for c in SKELETONS} - found
-        if not missing_categories:
-            break
-        for k, category in enumerate(sorted({c for _, c in missing_categories})):
-            rows = CATEGORY_TOP_UP_ROWS * SKELETONS[category].n_leaves
-            top_up = TOP_UPS + 1 + attempt * len(SKELETONS) + k  # own seeds and pair ids
-            persistence = CATEGORY_PERSISTENCE if attempt else 1
-            gathered += sample(rows, top_up, None, category, persistence)
-        kept = balance(gathered, seed, [stratum_of[i.scene_id] for i in gathered], train)
-    rejections["balancing"] += len(gathered) - len(kept)
-    report = balance_report(kept)
+    template = _SceneTask(
+        scenes[0] if scenes else SceneSpec("procedural", "0"),
+        seed, 0, 0, per_scene, counterfactual_share, relation_config, radii, None, vet=vet,
+        branch_steps=branch_steps,
+    )  # fmt: skip
+    run = _Run(scenes, labels, per_scene_groups, template, workers, train)
+    run.sample(dict.fromkeys(labels, per_scene), 0, on_scene_done)
+    run.rebalance()
+    run.top_up(per_scene)
+    if len(scenes) >= MIN_SCENES_FOR_GROUPS:
+        run.restore_categories()
+    run.rejections["balancing"] += len(run.gathered) - len(run.kept)
+    report = balance_report(run.kept)
     report["group_scan"] = (
         {"groups": len(groups.counts), "usable": groups.n_usable()}
         if groups is not None
         else {"skipped": f"fewer than {MIN_SCENES_FOR_GROUPS} scenes"}
     )
-    return SynthesisResult(kept, len(gathered), rejections, report, scene_ids)
+    return SynthesisResult(run.kept, len(run.gathered), run.rejections, report, run.scene_ids)
+
+
+class _Run:
+    """The sampling rounds of one :func:`run_synthesis` call and what they gathered."""
+
+    def __init__(
+        self,
+        scenes: Sequence[SceneSpec],
+        labels: list[str],
+        groups: list[GroupStats | None],
+        template: _SceneTask,
+        workers: int | Executor,
+        train: Callable[[Instance, str], bool] | None,
+    ) -> None:
+        self.scenes, self.labels, self.groups = scenes, labels, groups
+        self.template, self.workers, self.train = template, workers, train
+        self.rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaf rotation
+        self.scene_ids: list[str] = []
+        self.rejections: Counter[str] = Counter()
+        self.stratum_of: dict[str, str] = {}
+        self.gathered: list[Instance] = []
+        self.kept: list[Instance] = []
+
+    def sample(
+        self,
+        quotas: Mapping[str, int],
+        top_up: int,
+        done: Callable[[], None] | None = None,
+        category: str | None = None,
+        persistence: int = 1,
+    ) -> None:
+        """One sampling round over the scenes of every stratum in ``quotas`` (stratum → quota
+        per scene; with ``category``: only its buckets); :meth:`rebalance` then balances what
+        was gathered."""
+        tasks = [
+            dataclasses.replace(
+                self.template,
+                spec=spec,
+                index=i,
+                offset=self.rank[i],
+                quota=quotas[self.labels[i]],
+                groups=self.groups[i],
+                top_up=top_up,
+                category=category,
+                persistence=persistence,
+            )
+            for i, spec in enumerate(self.scenes)
+            if quotas.get(self.labels[i], 0) > 0
+        ]
+        for task, (scene_id, found, rejected) in zip(
+            tasks, ordered_map(_synthesize_one, tasks, self.workers, done), strict=True
+        ):
+            if top_up == 0:
+                self.scene_ids.append(scene_id)
+                self.stratum_of[scene_id] = self.labels[task.index]
+            self.gathered.extend(found)
+            self.rejections.update(rejected)
+
+    def rebalance(self) -> None:
+        """Balance everything gathered so far (:func:`~condvln.synth.balance.balance`)."""
+        strata = [self.stratum_of[i.scene_id] for i in self.gathered]
+        self.kept = balance(self.gathered, self.template.seed, strata, self.train)
+
+    def top_up(self, per_scene: int) -> None:
+        """Sample again, with fresh seeds (:data:`TOP_UPS` rounds at most), in the scenes of
+        every stratum whose balanced set holds fewer than :data:`MIN_YIELD` of its request
+        (``per_scene`` × its scenes): the shortfall divided by the stratum's keep rate."""
+        scenes = Counter(self.labels)
+        for top_up in range(1, TOP_UPS + 1):
+            kept = Counter(self.stratum_of[i.scene_id] for i in self.kept)
+            gathered = Counter(self.stratum_of[i.scene_id] for i in self.gathered)
+            quotas = {}
+            for label, n in scenes.items():
+                wanted = MIN_YIELD * per_scene * n
+                if kept[label] < wanted and gathered[label]:
+                    rate = max(kept[label] / gathered[label], 0.25)
+                    short = (TOP_UP_MARGIN * wanted - kept[label]) / rate
+                    quotas[label] = math.ceil(short / n)
+            if not quotas:
+                break
+            self.sample(quotas, top_up)
+            self.rebalance()
+
+    def restore_categories(self) -> None:
+        """Two rounds for the Table-1 categories a stratum lost or holds fewer than
+        :data:`CATEGORY_SHORT` of its share of: :data:`CATEGORY_TOP_UP_ROWS` rows in its
+        scenes, then as many again, :data:`CATEGORY_PERSISTENCE` times as persistent."""
+        for attempt in range(2):
+            short = self._short_categories()
+            for k, category in enumerate(sorted({c for _, c in short})):
+                rows = CATEGORY_TOP_UP_ROWS * SKELETONS[category].n_leaves
+                quotas = {lab: rows for lab, c in short if c == category}
+                top_up = TOP_UPS + 1 + attempt * len(SKELETONS) + k  # own seeds and pair ids
+                persistence = CATEGORY_PERSISTENCE if attempt else 1
+                self.sample(quotas, top_up, None, category, persistence)
+            if short:
+                self.rebalance()
+
+    def _short_categories(self) -> set[tuple[str, str]]:
+        """(stratum, category) pairs whose kept count is under :data:`CATEGORY_SHORT` of the
+        stratum's kept count divided among the categories."""
+        kept = Counter((self.stratum_of[i.scene_id], i.bucket.category) for i in self.kept)
+        totals = Counter(self.stratum_of[i.scene_id] for i in self.kept)
+        return {
+            (label, category)
+            for label in set(self.labels)
+            for category in SKELETONS
+            if kept[label, category] < CATEGORY_SHORT * totals[label] / len(SKELETONS)
+            or not kept[label, category]
+        }

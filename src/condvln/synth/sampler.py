@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -101,6 +102,10 @@ class Instance:
     pair_id: str | None = None
     leaf_rooms: tuple[str, ...] = ()
     start_room: str | None = None
+    gold_length: float | None = None
+    """Length (m) of the gold execution path, where a vetting stage measured it."""
+    payload: Any = field(default=None, compare=False, repr=False)
+    """What a vetting stage attached before balancing (the dataset's episode record)."""
 
 
 class Rejected(Exception):
@@ -654,8 +659,11 @@ def _distance_to(ctx: SceneContext, target: str, point: Vec3) -> float | None:
         return None
 
 
-BRANCH_STEPS = (1, 2, 3)
-"""Targets per arm of the default design."""
+BRANCH_STEPS = (1,)
+"""Targets per arm of the default design: one, because the deepest categories (four leaves,
+depth 3) fit :data:`MAX_SIZE` only so, and every category is sampled with the same workload
+design (:mod:`condvln.synth.workload`); ``all_buckets(branch_steps=(1, 2, 3))`` gives longer
+arms where a shape allows them."""
 
 MAX_SIZE = 11
 """Largest :func:`program_size` of a designed program (:func:`all_buckets`): the measured

@@ -1,0 +1,91 @@
+"""Issue 26 item 4: categories matched on gold-path targets and length within each stratum."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from condvln.synth.workload import (
+    LENGTH_TOLERANCE,
+    MAX_DROP,
+    TARGET_TOLERANCE,
+    match_workload,
+    workload_gaps,
+)
+
+
+def _instance(
+    category: str, leaves: int, leaf: int, horizon: int, length: float, nearest: bool
+) -> Any:
+    """What matching reads of an instance: category, bucket key, gold leaf, targets, length,
+    whether the gold goal is the one nearest the start."""
+    bucket = SimpleNamespace(category=category, key=f"{category}/h{horizon}")
+    targets = tuple(f"t{k}" for k in range(horizon + 1))
+    return SimpleNamespace(
+        bucket=bucket,
+        n_leaves=leaves,
+        gold_leaf=leaf,
+        resolution=SimpleNamespace(targets=targets),
+        gold_length=length,
+        gold_is_nearest=nearest,
+    )
+
+
+def _rows(category: str, leaves: int, horizons: list[int], rng: np.random.Generator) -> list[Any]:
+    """One row (every gold leaf) per horizon; length grows with the horizon, plus noise; the
+    gold goal is the nearest one in a random member of each row (chance)."""
+    rows = []
+    for h in horizons:
+        nearest = int(rng.integers(leaves))
+        rows += [
+            _instance(
+                category, leaves, leaf, h, 4.0 + 3.0 * h + rng.uniform(-1, 1), leaf == nearest
+            )
+            for leaf in range(leaves)
+        ]
+    return rows
+
+
+def test_matching_brings_categories_to_a_common_workload() -> None:
+    rng = np.random.default_rng(0)
+    short = _rows("simple", 2, [0] * 30 + [1] * 20 + [2] * 10, rng)  # mean horizon 0.67
+    long = _rows("nested", 3, [0] * 10 + [1] * 20 + [2] * 30, rng)  # mean horizon 1.33
+    items = short + long
+    before = workload_gaps(items)
+    assert before["targets"] > 0.6 and before["length"] > 0.3
+    kept, labels = match_workload(items, ["seen"] * len(items), np.random.default_rng(1))
+    after = workload_gaps(kept)
+    assert after["targets"] <= 2 * TARGET_TOLERANCE + 1e-9, after
+    assert after["length"] <= 2.2 * LENGTH_TOLERANCE, after
+    assert labels == ["seen"] * len(kept)
+    for category, group in (("simple", short), ("nested", long)):
+        left = [i for i in kept if i.bucket.category == category]
+        assert len(left) >= (1 - MAX_DROP) * len(group)
+        assert sum(i.gold_is_nearest for i in left) * left[0].n_leaves == len(left)
+        per_cell = Counter((i.bucket.key, i.gold_leaf) for i in left)
+        for key in {i.bucket.key for i in left}:  # whole rows dropped: gold leaves stay even
+            assert len({per_cell[key, leaf] for leaf in range(left[0].n_leaves)}) == 1
+
+
+def test_matching_keeps_order_strata_and_is_deterministic() -> None:
+    rng = np.random.default_rng(2)
+    items = _rows("simple", 2, [0] * 20 + [2] * 5, rng) + _rows("chain", 3, [2] * 20, rng)
+    labels = ["a" if k % 2 else "b" for k in range(len(items))]
+    first = match_workload(items, labels, np.random.default_rng(3))
+    second = match_workload(items, labels, np.random.default_rng(3))
+    assert [id(i) for i in first[0]] == [id(i) for i in second[0]]
+    position = {id(i): k for k, i in enumerate(items)}
+    assert [position[id(i)] for i in first[0]] == sorted(position[id(i)] for i in first[0])
+    assert first[1] == [labels[position[id(i)]] for i in first[0]]
+
+
+def test_matched_categories_are_left_alone() -> None:
+    rng = np.random.default_rng(4)
+    items = _rows("simple", 2, [0, 1, 2] * 10, rng) + _rows("nested", 3, [0, 1, 2] * 10, rng)
+    for inst in items:  # identical workload by construction
+        inst.gold_length = 5.0 + len(inst.resolution.targets)
+    kept, _ = match_workload(items, [""] * len(items), np.random.default_rng(5))
+    assert len(kept) == len(items)
