@@ -202,7 +202,44 @@ def _balance_keys(
     return keys + [((STRATUM + label, *k), t) for k, t in _room_keys(inst)]
 
 
-def _trim_rows(
+def _complete_row(
+    j: int,
+    inst: Instance,
+    cell: dict[int, list[int]],
+    removed: set[int],
+    rank: Callable[[int], tuple[float, ...]],
+) -> list[int] | None:
+    """Instance ``j`` and, for every other gold leaf of its cell, the kept member ranked
+    highest (None when a leaf has none left)."""
+    row = [j]
+    for leaf in range(inst.n_leaves):
+        if leaf == inst.gold_leaf:
+            continue
+        members = [m for m in cell[leaf] if m not in removed]
+        if not members:
+            return None
+        row.append(max(members, key=rank))
+    return row
+
+
+def _drop_if_better(
+    row: list[int], keys: list[list[tuple[Key, bool]]], counts: TruthCounts
+) -> bool:
+    """Take the row's keys out of ``counts`` when that lowers the skew of the keys it touches
+    (and say so); otherwise leave ``counts`` as it was."""
+    touched = {k for m in row for k, _ in keys[m]}
+    before = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
+    for m in row:
+        counts.subtract(keys[m])
+    after = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
+    if after < before:
+        return True
+    for m in row:
+        counts.update(keys[m])
+    return False
+
+
+def _trim_rows(  # long: one greedy loop whose guards share its counters
     items: list[Instance],
     labels: list[str],
     rng: np.random.Generator,
@@ -223,9 +260,9 @@ def _trim_rows(
     keys = [_balance_keys(i, labels[j], priors.get(labels[j], {})) for j, i in enumerate(items)]
     for item_keys in keys:
         counts.update(item_keys)
-    cells: dict[tuple[str, int], list[int]] = defaultdict(list)  # (stratum|cell, leaf)
-    for j, inst in enumerate(items):
-        cells[f"{labels[j]}|{cell_key(inst)}", inst.gold_leaf].append(j)
+    cells: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for j, inst in enumerate(items):  # stratum|cell → leaf → instances
+        cells[f"{labels[j]}|{cell_key(inst)}"][inst.gold_leaf].append(j)
     removed: set[int] = set()
     ties = rng.random(len(items))
     near = [float(i.gold_is_nearest) - 1.0 / i.n_leaves for i in items]
@@ -247,49 +284,26 @@ def _trim_rows(
                 continue
             if per_category[category] - inst.n_leaves < floor[category]:
                 continue
-            row = [j]
-            for leaf in range(inst.n_leaves):
-                if leaf == inst.gold_leaf:
-                    continue
-                members = [
-                    m for m in cells[f"{labels[j]}|{cell_key(inst)}", leaf] if m not in removed
-                ]
-                if not members:
-                    break
-                row.append(
-                    max(
-                        members,
-                        key=lambda m: (
-                            _badness(counts, keys[m]),
-                            near[m] * nearest_excess[labels[j]],
-                            ties[m],
-                        ),
-                    )
-                )
-            if len(row) < inst.n_leaves:
+            cell = cells[f"{labels[j]}|{cell_key(inst)}"]
+            lean = nearest_excess[labels[j]]
+            rank = lambda m, lean=lean: (_badness(counts, keys[m]), near[m] * lean, ties[m])  # noqa: E731
+            row = _complete_row(j, inst, cell, removed, rank)
+            if row is None:
                 continue
             shifted = nearest_excess[labels[j]] - sum(near[m] for m in row)
             limit = max(2.0, 0.01 * sizes[labels[j]])
             if abs(shifted) > limit and abs(shifted) > abs(nearest_excess[labels[j]]):
                 continue  # would make "the gold goal is the nearest" a shortcut
-            touched = {k for m in row for k, _ in keys[m]}
-            before = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
-            for m in row:
-                counts.subtract(keys[m])
-            after = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
-            if after < before:
+            if _drop_if_better(row, keys, counts):
                 removed.update(row)
                 sizes[labels[j]] -= len(row)
                 budget[labels[j]] -= len(row)
                 per_category[category] -= len(row)
                 nearest_excess[labels[j]] = shifted
-            else:
-                for m in row:
-                    counts.update(keys[m])
     return [inst for j, inst in enumerate(items) if j not in removed]
 
 
-def balance(
+def balance(  # long: the docstring states every pass in the order it runs
     instances: Sequence[Instance],
     seed: int,
     strata: Sequence[str] | None = None,

@@ -46,7 +46,7 @@ class SceneSynthesis:
     radius: float
 
 
-def synthesize(
+def synthesize(  # long: the docstring documents each of its ten arguments
     scene: Scene,
     *,
     seed: int,

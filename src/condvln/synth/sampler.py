@@ -759,76 +759,114 @@ def synthesize_scene(
     category the scene rarely holds. Top-up rows go to the category with the fewest instances
     so far.
     """
-    buckets = buckets or all_buckets()
-    categories = list(dict.fromkeys(b.category for b in buckets))
-    by_category = {c: [b for b in buckets if b.category == c] for c in categories}
-    turn = {c: int(rng.integers(len(by_category[c]))) for c in categories}
-    rejections: Counter[str] = Counter()
-    found: list[Instance] = []
-    budget = persistence * (max_attempts or max(12 * math.ceil(quota), 24))
-    spent = draws = 0
-    made = dict.fromkeys(categories, 0)
-    failures = dict.fromkeys(categories, 0)
+    sampler = _SceneSampler(
+        ctx, settings, rng, buckets or all_buckets(), leaf_offset, persistence,
+        persistence * (max_attempts or max(12 * math.ceil(quota), 24)),
+    )  # fmt: skip
+    sampler.fill(quota)
+    return sampler.found, sampler.rejections
 
-    def live(category: str) -> bool:
-        return failures[category] < persistence * MAX_FAILED_ROWS and spent < budget
 
-    def add_row(category: str) -> bool:
-        options = by_category[category]
-        while live(category):
-            bucket = options[turn[category] % len(options)]
-            turn[category] += 1
-            row = _row(bucket)
+class _SceneSampler:
+    """The state of one :func:`synthesize_scene` call: rows found, attempts spent, each
+    category's bucket turn and failed rows in a row."""
+
+    def __init__(
+        self,
+        ctx: SceneContext,
+        settings: SamplerSettings,
+        rng: np.random.Generator,
+        buckets: list[Bucket],
+        leaf_offset: int,
+        persistence: int,
+        budget: int,
+    ) -> None:
+        self.ctx, self.settings, self.rng = ctx, settings, rng
+        self.leaf_offset, self.persistence, self.budget = leaf_offset, persistence, budget
+        self.categories = list(dict.fromkeys(b.category for b in buckets))
+        self.by_category = {c: [b for b in buckets if b.category == c] for c in self.categories}
+        self.turn = {c: int(rng.integers(len(self.by_category[c]))) for c in self.categories}
+        self.rejections: Counter[str] = Counter()
+        self.found: list[Instance] = []
+        self.spent = self.draws = 0
+        self.made = dict.fromkeys(self.categories, 0)
+        self.failures = dict.fromkeys(self.categories, 0)
+
+    def fill(self, quota: float) -> None:
+        """Every category's due rows, one per category in turn; then top-up rows, each to the
+        category furthest behind its share, until ``quota`` instances."""
+        n = len(self.categories)
+        due = {
+            c: category_rows(quota, SKELETONS[c].n_leaves, n, self.leaf_offset)
+            for c in self.categories
+        }
+        while any(due[c] > 0 and self.live(c) for c in self.categories):
+            for category in self.categories:
+                if due[category] > 0 and self.live(category):
+                    due[category] -= 1
+                    self.add_row(category)
+        shift = self.leaf_offset % n
+        rotated = self.categories[shift:] + self.categories[:shift]
+        while len(self.found) < quota:
+            alive = [c for c in rotated if self.live(c)]
+            if not alive:
+                break
+            self.add_row(min(alive, key=lambda c: self.made[c]))
+
+    def live(self, category: str) -> bool:
+        """Whether the category may still try rows in this scene."""
+        limit = self.persistence * MAX_FAILED_ROWS
+        return self.failures[category] < limit and self.spent < self.budget
+
+    def add_row(self, category: str) -> bool:
+        """One complete row of the category, its buckets taking turns until one succeeds."""
+        options = self.by_category[category]
+        while self.live(category):
+            bucket = options[self.turn[category] % len(options)]
+            self.turn[category] += 1
+            row = self.row(bucket)
             if row is not None:
-                failures[category] = 0
-                made[category] += len(row)
-                found.extend(row)
+                self.failures[category] = 0
+                self.made[category] += len(row)
+                self.found.extend(row)
                 return True
-            failures[category] += 1
+            self.failures[category] += 1
         return False
 
-    def _row(bucket: Bucket) -> list[Instance] | None:
-        nonlocal spent, draws
+    def row(self, bucket: Bucket) -> list[Instance] | None:
+        """One instance of every gold leaf of ``bucket`` (from :attr:`leaf_offset`), or None
+        when a leaf fails."""
         n_leaves = SKELETONS[bucket.category].n_leaves
         row: list[Instance] = []
         for k in range(n_leaves):
-            gold = (leaf_offset + k) % n_leaves
-            tries = 0
-            while tries <= BUCKET_RETRIES and spent < budget and draws < DRAW_FACTOR * budget:
-                try:
-                    row.append(sample_instance(ctx, bucket, gold, settings, rng))
-                except Rejected as exc:
-                    rejections[exc.reason] += 1
-                    if exc.reason == DRAW_REJECTION:
-                        draws += 1
-                    else:
-                        spent, tries = spent + 1, tries + 1
-                    continue
-                spent += 1
-                break
-            if len(row) <= k:
-                rejections["incomplete_row"] += len(row)
+            inst = self.leaf((self.leaf_offset + k) % n_leaves, bucket)
+            if inst is None:
+                self.rejections["incomplete_row"] += len(row)
                 return None
+            row.append(inst)
         return row
 
-    due = {
-        c: category_rows(quota, SKELETONS[c].n_leaves, len(categories), leaf_offset)
-        for c in categories
-    }
-    while any(due[c] > 0 and live(c) for c in categories):  # one due row per category in turn
-        for category in categories:
-            if due[category] > 0 and live(category):
-                due[category] -= 1
-                add_row(category)
-    rotated = (
-        categories[leaf_offset % len(categories) :] + categories[: leaf_offset % len(categories)]
-    )
-    while len(found) < quota:
-        alive = [c for c in rotated if live(c)]
-        if not alive:
-            break
-        add_row(min(alive, key=lambda c: made[c]))  # the category furthest behind its share
-    return found, rejections
+    def leaf(self, gold: int, bucket: Bucket) -> Instance | None:
+        """An instance reaching leaf ``gold``: up to :data:`BUCKET_RETRIES` retries (draws not
+        kept retried at once, bounded by :data:`DRAW_FACTOR`)."""
+        tries = 0
+        while (
+            tries <= BUCKET_RETRIES
+            and self.spent < self.budget
+            and self.draws < DRAW_FACTOR * self.budget
+        ):
+            try:
+                inst = sample_instance(self.ctx, bucket, gold, self.settings, self.rng)
+            except Rejected as exc:
+                self.rejections[exc.reason] += 1
+                if exc.reason == DRAW_REJECTION:
+                    self.draws += 1
+                else:
+                    self.spent, tries = self.spent + 1, tries + 1
+                continue
+            self.spent += 1
+            return inst
+        return None
 
 
 def counterfactual(
