@@ -36,7 +36,7 @@ Episode = dict[str, Any]
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("evalds") / "ds"
-    generate_dataset(GenerateConfig(scenes=8, per_scene=40, seed=3), out)
+    generate_dataset(GenerateConfig(scenes=8, per_scene=40, seed=3, branch_steps=(1, 2, 3)), out)
     return out
 
 
