@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -308,6 +308,7 @@ def balance(  # long: the docstring states every pass in the order it runs
     seed: int,
     strata: Sequence[str] | None = None,
     train: Callable[[Instance, str], bool] | None = None,
+    whole_pairs: Collection[str] = (),
 ) -> list[Instance]:
     """Subsample ``instances``: equal gold-leaf counts per cell, truths balanced per group,
     blind priors held at chance.
@@ -323,8 +324,9 @@ def balance(  # long: the docstring states every pass in the order it runs
     the kept training instances; strata with training instances are left as they are then, so
     that prior stays the one the probes learn. Then the categories' navigation workload is
     evened within each stratum (:func:`~condvln.synth.workload.match_workload`), and a last
-    pass (at most :data:`FINAL_TRIM` of a stratum) evens the truths again. The order of
-    ``instances`` is preserved.
+    pass (at most :data:`FINAL_TRIM` of a stratum) evens the truths again. A pair that lost a
+    member loses its pair id, or, in the strata of ``whole_pairs`` (e.g. a diagnostic split of
+    pairs only), its other member too. The order of ``instances`` is preserved.
     """
     rng = np.random.default_rng(seed)
     position = {id(inst): i for i, inst in enumerate(instances)}
@@ -364,12 +366,22 @@ def balance(  # long: the docstring states every pass in the order it runs
         ]
         chosen = [i for i in chosen if id(i) in kept_ids]
     chosen, chosen_labels = match_workload(chosen, chosen_labels, rng)
+    label_of = {id(i): lab for i, lab in zip(chosen, chosen_labels, strict=True)}
     chosen = _trim_rows(chosen, chosen_labels, rng, {}, FINAL_TRIM)
     chosen.sort(key=lambda inst: position[id(inst)])
+    return _settle_pairs(chosen, [label_of[id(i)] for i in chosen], whole_pairs)
+
+
+def _settle_pairs(
+    chosen: list[Instance], labels: list[str], whole_pairs: Collection[str]
+) -> list[Instance]:
+    """A pair member whose sibling was dropped: dropped too in the strata of ``whole_pairs``
+    (there it would be no pair), its pair id cleared elsewhere."""
     members = Counter(i.pair_id for i in chosen if i.pair_id is not None)
     return [
         dataclasses.replace(i, pair_id=None) if i.pair_id and members[i.pair_id] < 2 else i
-        for i in chosen
+        for i, label in zip(chosen, labels, strict=True)
+        if not (i.pair_id and members[i.pair_id] < 2 and label in whole_pairs)
     ]
 
 
