@@ -226,8 +226,9 @@ def test_below_chance_beyond_the_limit_fails_and_within_it_passes() -> None:
             "branch": {p: {"all": dict(cell, accuracy=accuracy)} for p in PROBES},
             "conditions": {"text_prior": {}, "commonsense_prior": {}, "complement": {}},
         }
+        report["branch"]["pair_aware"]["all"] = {"n": 0, "accuracy": None, "chance": None}
         found = violations(report, Tolerances(shortcut=100.0))
-        assert (len(found) == len(PROBES) - 2) is failing, accuracy
+        assert (len(found) == len(PROBES) - 3) is failing, accuracy  # no pairs, no shortcuts
 
 
 def test_audit_command_scores_val_unseen_and_test_and_writes_the_report(tmp_path, cli) -> None:

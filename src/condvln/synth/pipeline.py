@@ -246,7 +246,7 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def run_synthesis(
+def run_synthesis(  # long: the docstring documents each of its keyword arguments
     scenes: Sequence[SceneSpec],
     *,
     seed: int,
