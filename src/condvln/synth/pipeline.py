@@ -423,9 +423,10 @@ class _Run:
 
     def _short_categories(self) -> set[tuple[str, str]]:
         """(stratum, category) pairs whose kept count is under :data:`CATEGORY_SHORT` of the
-        stratum's kept count divided among the categories."""
-        kept = Counter((self.stratum_of[i.scene_id], i.bucket.category) for i in self.kept)
-        totals = Counter(self.stratum_of[i.scene_id] for i in self.kept)
+        stratum's kept count divided among the categories (pair members routed to a pair
+        stratum do not count for their scenes' stratum: they land in another split)."""
+        kept = Counter((self._stratum(i), i.bucket.category) for i in self.kept)
+        totals = Counter(self._stratum(i) for i in self.kept)
         return {
             (label, category)
             for label in set(self.labels)
