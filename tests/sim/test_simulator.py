@@ -248,3 +248,26 @@ def test_map_view_exposes_geometry_only(hall: Simulator) -> None:
     assert view.approach((8.0, 0.5, 5.0), (1.0, 1.0, 1.0)) is not None
     dists = view.distances_from((5.0, 0.0, 5.0), [(5.0, 0.0, 6.0), (12.0, 0.0, 5.0)])
     assert dists[0] == pytest.approx(1.0, abs=0.05) and dists[1] is None
+
+
+def test_map_view_room_index_matches_the_grid_cells(hall: Simulator) -> None:
+    """The scalar room lookup agrees with the grid's own cell rule (``GridFrame.cells``) on
+    random points, points on cell edges and points outside the grid."""
+    view = hall.map_view()
+    area = hall.navigator.area
+    frame = area.frame
+    rng = np.random.default_rng(5)
+    size = np.array([frame.shape[1], frame.shape[0]]) * frame.cell_size
+    points = rng.uniform(
+        np.array(frame.origin) - 1.0, np.array(frame.origin) + size + 1.0, (3000, 2)
+    )
+    edges = (
+        np.array(frame.origin) + rng.integers(-2, max(frame.shape) + 2, (1000, 2)) * frame.cell_size
+    )
+    seen = set()
+    for x, z in np.vstack([points, edges]):
+        rows, cols, inside = frame.cells(np.array([[x, z]]))
+        expected = int(area.room_index[rows[0], cols[0]]) if inside[0] else -1
+        assert view.room_index((float(x), 0.0, float(z))) == expected
+        seen.add(expected)
+    assert {-1, 0, 1} <= seen

@@ -105,3 +105,22 @@ def test_far_apart_is_the_pairwise_distance_rule() -> None:
         assert mask.tolist() == expected
         assert 0 < sum(expected) < len(ids) or distance == 0.5
     assert ctx.far_apart(ids[:3], [], 1.0).tolist() == [True] * 3
+
+
+def test_far_apart_masks_equal_the_per_call_norm() -> None:
+    """The once-per-scene distance table gives the masks the per-call pairwise norm gave, bit
+    for bit (datasets stay byte-identical), on random candidate and other sets."""
+    scene = load("procedural", "3")
+    ctx = SceneContext(build_scene_graph(scene), GridNavigator(scene, config=GENERATION_GRID))
+    ids = sorted(ctx.targets)
+    points = {o: np.array(ctx.targets[o][1]) for o in ids}
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        candidates = list(rng.choice(ids, int(rng.integers(1, len(ids))), replace=False))
+        others = list(rng.choice(ids, int(rng.integers(1, 6)), replace=False))
+        a = np.array([points[o] for o in candidates])
+        b = np.array([points[o] for o in others])
+        norms = np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2)
+        for distance in (1.0, 2.0, float(rng.uniform(0.5, 4.0))):
+            mask = ctx.far_apart(candidates, others, distance)
+            assert mask.tolist() == (norms > distance).all(axis=1).tolist()

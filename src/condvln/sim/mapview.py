@@ -84,10 +84,18 @@ class MapView:
         return len(self._nav.scene.rooms)
 
     def room_index(self, point: Sequence[float]) -> int:
-        """Index of the room whose floor holds ``point``, ``-1`` outside every room."""
+        """Index of the room whose floor holds ``point``, ``-1`` outside every room.
+
+        Scalar arithmetic of :meth:`~condvln.nav.grid.GridFrame.cells` (agents ask once per
+        step and per detection, where the array round trip cost more than the lookup).
+        """
         area = self._nav.area
-        rows, cols, inside = area.frame.cells(np.array([[point[0], point[2]]], dtype=np.float64))
-        return int(area.room_index[rows[0], cols[0]]) if inside[0] else -1
+        frame = area.frame
+        row = math.floor((float(point[2]) - frame.origin[1]) / frame.cell_size)
+        col = math.floor((float(point[0]) - frame.origin[0]) / frame.cell_size)
+        if not (0 <= row < frame.shape[0] and 0 <= col < frame.shape[1]):
+            return -1
+        return int(area.room_index[row, col])
 
     # --- objects the agent perceived ---------------------------------------------------------
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -172,10 +173,17 @@ class SceneContext:
         approach points of all ``others`` (all true without others)."""
         if not others or not candidates:
             return np.ones(len(candidates), dtype=bool)
+        rows = [self._target_index[c] for c in candidates]
+        cols = [self._target_index[o] for o in others]
+        return (self._target_gaps[np.ix_(rows, cols)] > distance).all(axis=1)
+
+    @cached_property
+    def _target_gaps(self) -> np.ndarray:
+        """Distances between all approach points, once per scene (the sampler asks
+        :meth:`far_apart` for every candidate of every attempt); the same arithmetic as a
+        pairwise norm of the points asked, so the masks are identical."""
         points = self._target_points
-        a = points[[self._target_index[c] for c in candidates]]
-        b = points[[self._target_index[o] for o in others]]
-        return (np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2) > distance).all(axis=1)
+        return np.linalg.norm(points[:, None, :] - points[None, :, :], axis=2)
 
     def asks(self, key: GroupKey) -> bool:
         """Whether conditions of this group may be asked (its truth varies across scenes)."""
