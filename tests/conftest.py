@@ -14,32 +14,6 @@ from condvln.graph import SceneGraph, build_scene_graph
 from condvln.scene.model import Door, Room, Scene, SceneObject
 
 DATA = Path(__file__).resolve().parent / "data"
-TESTS = Path(__file__).resolve().parent
-
-# Folders whose session fixtures build something costly (a generated dataset, a benchmark run,
-# a Ray cluster): under pytest-xdist each runs on one worker, so the fixture is built once.
-SHARED_FIXTURE_FOLDERS = frozenset({"agents", "habitat", "hostile", "parallel", "report"})
-
-
-def xdist_group(path: Path) -> str:
-    """The pytest-xdist group of the test file ``path`` (``--dist loadgroup`` sends a group to
-    one worker): its folder under ``tests/`` when that folder shares costly session fixtures,
-    else the file itself (module fixtures are built once either way).
-
-    >>> xdist_group(TESTS / "report" / "test_viz.py"), xdist_group(TESTS / "nav" / "test_area.py")
-    ('report', 'nav/test_area.py')
-    """
-    if not path.is_relative_to(TESTS):
-        return "doctests"
-    relative = path.relative_to(TESTS)
-    folder = relative.parts[0] if len(relative.parts) > 1 else ""
-    return folder if folder in SHARED_FIXTURE_FOLDERS else relative.as_posix()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test with its :func:`xdist_group` (ignored unless run with ``-n``)."""
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group(item.path)))
 
 
 def _run_cli(
