@@ -30,9 +30,7 @@ from condvln.errors import FormatError
 from condvln.io import atomic_write_bytes, read_json, resolve_path
 from condvln.program.parse import tokenize
 
-SPLITS = ("train", "val_seen", "val_unseen", "test", "pairs")
-"""Dataset splits; ``pairs`` is the diagnostic split of counterfactual minimal pairs from the
-val_unseen houses (scored per pair), so no other evaluation split holds a pair."""
+SPLITS = ("train", "val_seen", "val_unseen", "test")
 SPECIAL_WORDS = ("<pad>", "<unk>", "<s>", "</s>")
 UNK_INDEX = 1
 

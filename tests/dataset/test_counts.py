@@ -25,9 +25,8 @@ def test_requested_episodes_follow_the_scene_groups() -> None:
     assert requested_episodes(groups, config) == {
         "train": 90,
         "val_seen": 10,
-        "val_unseen": 20,
+        "val_unseen": 25,
         "test": 25,
-        "pairs": 10,  # the 5 val_unseen instructions with a sibling, and their siblings
     }
 
 
@@ -54,7 +53,6 @@ def test_counts_and_warnings_from_hand_made_splits() -> None:
         "split val_seen kept 3 of 12 requested episodes",
         "split val_unseen has no nested_chain episodes",
         "split test is empty: no scene was assigned to it",
-        "split pairs is empty: no minimal pair was asked for",
     ]
 
 
@@ -80,17 +78,12 @@ def tiny(tmp_path_factory: pytest.TempPathFactory, cli) -> tuple[Path, Any]:
     return out, result
 
 
-REQUESTED = 32
-"""3 houses × 10, and in the val_unseen house the siblings of the 2 instructions (0.2 × 10) whose
-pairs go to the pairs split."""
-
-
 def test_generate_prints_counts_and_warns_on_stderr(tiny: tuple[Path, Any]) -> None:
     out, result = tiny
     assert result.returncode == 0, result.stderr
     stats = orjson.loads((out / "stats.json").read_bytes())
     versus = stats["requested_vs_produced"]
-    assert versus["total"]["requested"] == REQUESTED
+    assert versus["total"]["requested"] == 30
     assert versus["total"]["produced"] == stats["episodes"] >= 21  # quotas: ≥ 0.7 × 3 × 10
     assert {s: r["produced"] for s, r in versus["splits"].items() if r["produced"]} == {
         s: n for s, n in stats["splits"].items() if n
@@ -99,16 +92,13 @@ def test_generate_prints_counts_and_warns_on_stderr(tiny: tuple[Path, Any]) -> N
     lines = result.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
     all_row = next(line.split() for line in lines if line.strip().startswith("all"))
-    assert all_row[-1] == f"{stats['episodes']}/{REQUESTED}"
+    assert all_row[-1] == f"{stats['episodes']}/30"
     warnings = result.stderr.strip().splitlines()
     assert warnings == [f"condvln: warning: {w}" for w in stats["warnings"]]
     shortfall = any(
-        w.startswith(f"only {stats['episodes']} of {REQUESTED} requested")
-        for w in stats["warnings"]
+        w.startswith(f"only {stats['episodes']} of 30 requested") for w in stats["warnings"]
     )
-    assert shortfall == (
-        stats["episodes"] < REQUESTED / 2
-    )  # warned when less than half is produced
+    assert shortfall == (stats["episodes"] < 15)  # warned when less than half is produced
     assert "split test is empty: no scene was assigned to it" in stats["warnings"]
 
 
@@ -117,6 +107,6 @@ def test_the_card_carries_the_same_counts(tiny: tuple[Path, Any]) -> None:
     stats = orjson.loads((out / "stats.json").read_bytes())
     card = (out / "README.md").read_text()
     total = stats["requested_vs_produced"]["total"]
-    assert "| **all** | " in card and f"| {total['produced']} / {REQUESTED} |" in card
+    assert "| **all** | " in card and f"| {total['produced']} / 30 |" in card
     for warning in stats["warnings"]:
         assert f"- {warning}" in card

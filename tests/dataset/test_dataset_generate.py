@@ -8,13 +8,12 @@ import math
 import shutil
 import subprocess
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from scipy.stats import binomtest
 
 from condvln.dataset.episode import EPISODE_KEYS, TEST_EPISODE_KEYS
 from condvln.dataset.generate import GenerateConfig, generate_dataset
@@ -361,108 +360,3 @@ def test_validate_rederives_in_branch_subgoals(dataset: Path, tmp_path: Path) ->
         f"episode {episode_id}: field 'info.condvln.program': branch_subgoals" in p
         for p in problems
     ), problems[:3]
-
-
-def _labels(root: Path, split: str) -> list[dict[str, Any]]:
-    """``info.condvln`` of every episode of a split (test's from its answers file)."""
-    if split == "test":
-        return [a["info"]["condvln"] for a in _read(split_path(root, split, "_answers")).values()]
-    return [e["info"]["condvln"] for e in _read(split_path(root, split))["episodes"]]
-
-
-def _pairs_split(root: Path) -> dict[str, list[dict[str, Any]]]:
-    members: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for episode in _read(split_path(root, "pairs"))["episodes"]:
-        members[episode["info"]["condvln"]["pair_id"]].append(episode)
-    return members
-
-
-def test_counterfactual_pairs_live_in_train_and_the_pairs_split_only(dataset: Path) -> None:
-    """Issue 26 item 5: no evaluation split but ``pairs`` holds a pair member; each pair of
-    ``pairs`` is two episodes of one val_unseen house, same start, opposite decisive truths."""
-    for split in ("val_seen", "val_unseen", "test"):
-        assert [i["pair_id"] for i in _labels(dataset, split) if i.get("pair_id")] == [], split
-    members = _pairs_split(dataset)
-    unseen = {e["scene_id"] for e in _read(split_path(dataset, "val_unseen"))["episodes"]}
-    assert len(members) >= 3
-    for pair, (a, b) in ((p, m) for p, m in members.items() if len(m) == 2):
-        first, second = a["info"]["condvln"], b["info"]["condvln"]
-        assert a["scene_id"] == b["scene_id"] and a["scene_id"] in unseen, pair
-        assert a["start_position"] == b["start_position"], pair
-        assert first["branch_path"][0] != second["branch_path"][0], pair
-        assert first["leaf_index"] != second["leaf_index"], pair
-    assert {len(m) for m in members.values()} == {2}
-    trained = {i["pair_id"] for i in _labels(dataset, "train") if i.get("pair_id")}
-    assert trained and not trained & set(members)
-    stats = orjson.loads((dataset / "stats.json").read_bytes())
-    versus = stats["requested_vs_produced"]["splits"]["pairs"]
-    assert versus["produced"] == 2 * len(members) and versus["requested"] > 0
-
-
-def test_validate_refuses_a_pair_in_or_across_val_unseen(dataset: Path, tmp_path: Path) -> None:
-    assert validate_dataset(dataset).ok
-    pair = sorted(_pairs_split(dataset))[0]
-
-    def corrupt(name: str, split: str, edit) -> list[str]:
-        copy = tmp_path / name
-        shutil.copytree(dataset, copy)
-        doc = _read(split_path(copy, split))
-        edit(doc["episodes"])
-        split_path(copy, split).write_bytes(gzip.compress(orjson.dumps(doc)))
-        return validate_dataset(copy).problems
-
-    def across(episodes):
-        episodes[0]["info"]["condvln"]["pair_id"] = pair
-
-    def inside(episodes):
-        for episode in episodes[:2]:
-            episode["info"]["condvln"]["pair_id"] = "made_up#1"
-
-    def lone(episodes):
-        episodes[0]["info"]["condvln"]["pair_id"] = "made_up#2"
-
-    in_eval = "field 'info.condvln.pair_id': pair {} is in an evaluation split; pairs belong in "
-    problems = corrupt("across", "val_unseen", across)
-    assert f"pair {pair} is in splits val_unseen and pairs" in problems
-    assert "val_unseen: episode 1: " + in_eval.format(pair) + "the pairs split" in problems
-    problems = corrupt("inside", "val_unseen", inside)
-    assert problems == ["val_unseen: episode 1: " + in_eval.format("made_up#1") + "the pairs split"]
-    problems = corrupt("lone", "pairs", lone)
-    assert "pairs: pair made_up#2 has 1 member(s), not 2" in problems
-    assert any(p.endswith("has 1 member(s), not 2") and "made_up" not in p for p in problems)
-
-
-def test_evaluate_scores_the_pairs_split_per_pair(dataset: Path, tmp_path: Path) -> None:
-    """Every member walks its reference path but one member of one pair stops at its start:
-    pair consistency (both members CSR_all) is (P − 1) / P over the P pairs, Wilson interval."""
-    episodes = _read(split_path(dataset, "pairs"))["episodes"]
-    wrong = episodes[0]["episode_id"]
-    leaderboard = {
-        str(e["episode_id"]): [
-            {"position": p, "heading": 0.0, "stop": k == len(e["reference_path"]) - 1}
-            for k, p in enumerate(e["reference_path"])
-        ]
-        for e in episodes
-    }
-    start = episodes[0]["reference_path"][0]
-    leaderboard[str(wrong)] = [{"position": start, "heading": 0.0, "stop": True}]
-    predictions = tmp_path / "predictions.json"
-    predictions.write_bytes(orjson.dumps(leaderboard))
-    out = tmp_path / "eval"
-    run = [sys.executable, "-m", "condvln", "evaluate", str(dataset), str(predictions)]
-    result = subprocess.run(
-        [*run, "--out", str(out), "--split", "pairs"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    pairs = len(episodes) // 2
-    consistency = orjson.loads((out / "metrics.json").read_bytes())["pair_consistency"]
-    assert consistency["n"] == pairs and consistency["mean"] == pytest.approx((pairs - 1) / pairs)
-    interval = binomtest(pairs - 1, pairs).proportion_ci(0.95, method="wilson")
-    assert consistency["ci_low"] == pytest.approx(interval.low)
-    headline = result.stdout.splitlines()[1].strip()
-    assert headline.startswith(
-        f"pair_consistency (both members CSR_all): {(pairs - 1) / pairs:.3f}"
-    )

@@ -100,12 +100,12 @@ def test_audit_leakage_command_exits_1_on_a_leak_and_2_on_bad_files(tmp_path, cl
 
 
 def _report(n: int, accuracy: float) -> dict[str, Any]:
-    """Every probe at ``accuracy`` over ``n`` episodes of chance 40 %, no condition cells, no
-    counterfactual pair (``pair_aware`` n = 0, as on a split without pairs)."""
+    """Every probe at ``accuracy`` over ``n`` episodes of chance 40 %, no condition cells."""
     cell = {"n": n, "accuracy": accuracy, "chance": 40.0}
-    branch = {p: {"all": dict(cell)} for p in PROBES}
-    branch["pair_aware"]["all"] = {"n": 0, "accuracy": None, "chance": None}
-    return {"branch": branch, "conditions": {p: {} for p in PRIOR_PROBES}}
+    return {
+        "branch": {p: {"all": dict(cell)} for p in PROBES},
+        "conditions": {p: {} for p in PRIOR_PROBES},
+    }
 
 
 def test_overall_limits_widen_to_sampling_noise_on_small_datasets() -> None:
@@ -113,7 +113,7 @@ def test_overall_limits_widen_to_sampling_noise_on_small_datasets() -> None:
     over chance) is noise; at n = 3,000 they are 1.8 pp and the fixed ±3 / ±2 pp apply."""
     assert violations(_report(30, 46.7)) == []
     fixed = violations(_report(30, 46.7), Tolerances(standard_errors=0.0))
-    assert len(fixed) == len(PROBES) - 1  # all but pair_aware
+    assert len(fixed) == len(PROBES)
     assert (
         fixed[0] == "text_prior all: 46.7% vs 40.0%, +6.7 pp above chance (n=30, tolerance ±3.0 pp)"
     )

@@ -144,23 +144,6 @@ def test_the_pair_aware_probe_skips_pairs_split_across_splits() -> None:
     assert not any(p.startswith("pair_aware") for p in violations(report))
 
 
-def test_a_pair_inside_an_evaluation_split_is_a_leak_but_not_in_the_pairs_split() -> None:
-    """Issue 26 item 5: pairs belong in the diagnostic pairs split, so one found in the
-    evaluated splits is a LEAK line of its own; on the pairs split (guessable by construction)
-    pair_aware is reported but not judged, and the other probes still are."""
-    report = leakage_audit(_leaning_train(), _pairs(40, 200))
-    problems = violations(report)
-    assert problems[0] == (
-        "pair_aware: 80 counterfactual pair members have their sibling in the evaluated split; "
-        "pairs belong in the pairs split"
-    )
-    on_pairs = violations(report, pairs_split=True)
-    assert not any(p.startswith("pair_aware") for p in on_pairs)
-    assert report["branch"]["pair_aware"]["all"]["accuracy"] == 100.0  # still reported
-    lone = leakage_audit(_leaning_train(), [_episode("sofa", True, scene=300)] * 40)
-    assert any(p.startswith("text_prior all") for p in violations(lone, pairs_split=True))
-
-
 def _shortcut(rng: np.random.Generator, n: int, offset: int, shuffle: bool) -> list[dict]:
     """The gold branch is the arm with two steps (the other has one), whichever arm it is;
     the condition's truth follows the gold branch, the groups are random. With ``shuffle``
@@ -226,9 +209,8 @@ def test_below_chance_beyond_the_limit_fails_and_within_it_passes() -> None:
             "branch": {p: {"all": dict(cell, accuracy=accuracy)} for p in PROBES},
             "conditions": {"text_prior": {}, "commonsense_prior": {}, "complement": {}},
         }
-        report["branch"]["pair_aware"]["all"] = {"n": 0, "accuracy": None, "chance": None}
         found = violations(report, Tolerances(shortcut=100.0))
-        assert (len(found) == len(PROBES) - 3) is failing, accuracy  # no pairs, no shortcuts
+        assert (len(found) == len(PROBES) - 2) is failing, accuracy
 
 
 def test_audit_command_scores_val_unseen_and_test_and_writes_the_report(tmp_path, cli) -> None:

@@ -101,14 +101,7 @@ def _leakage_audit(dataset: Path, split: str, out: Path | None) -> None:
             console.print(
                 f"  {item['group']}: {item['true']} true / {item['false']} false", markup=False
             )
-    pairs_split = "pairs" in {s.strip() for s in split.split(",")}
-    if pairs_split:
-        console.print(
-            "note: the pairs split is guessable by construction (a reader comparing the two "
-            "members of a minimal pair knows their decisive truths differ): pair_aware is "
-            "reported, not judged; score that split per pair (evaluate --split pairs)"
-        )
-    problems = violations(report, pairs_split=pairs_split)
+    problems = violations(report)
     for problem in problems:
         console.print(f"LEAK {problem}", markup=False)
     if problems:

@@ -17,9 +17,7 @@ from condvln.vlnce import SPLITS
 REQUESTED_NOTE = (
     "requested = per_scene × the split's scenes (seen scenes are shared by train and val_seen by "
     "val_seen_share), spread evenly over the six Table 1 categories; minimal-pair siblings come "
-    "on top in train, so it can exceed its request; in the val_unseen houses the "
-    "counterfactual_share of instructions that gets a sibling goes, with it, to the diagnostic "
-    "pairs split (twice that share of per_scene), the test houses get no siblings"
+    "on top, so a split can exceed its request"
 )
 
 
@@ -86,12 +84,7 @@ def requested_vs_produced(
         }
         table[split] = {"requested": want, "produced": sum(made.values()), "categories": cats}
         if want == 0:
-            why = (
-                "no minimal pair was asked for"
-                if split == "pairs"
-                else "no scene was assigned to it"
-            )
-            warnings.append(f"split {split} is empty: {why}")
+            warnings.append(f"split {split} is empty: no scene was assigned to it")
             continue
         missing = [name for name, c in cats.items() if c["requested"] and not c["produced"]]
         if missing:
@@ -216,9 +209,7 @@ def dataset_card(stats: dict[str, Any]) -> str:
         "VLN-CE `R2RVLN-v1` format: `{split}/{split}.json.gz` with `instruction_vocab`, ground "
         "truth actions in `{split}/{split}_gt.json.gz`, the test answers in "
         "`test/test_answers.json.gz`, and the scenes in `scenes/`. CondVLN's labels are under "
-        "each episode's `info.condvln`. `pairs` holds the counterfactual minimal pairs of the "
-        "val_unseen houses (both members; score it per pair); no other evaluation split holds "
-        "a pair.\n",
+        "each episode's `info.condvln`.\n",
         _table("split", stats["splits"]),
         _versus_table(stats["requested_vs_produced"]),
     ]

@@ -207,47 +207,30 @@ def _assign_splits(n_scenes: int, config: GenerateConfig) -> dict[int, str]:
     return groups
 
 
-PAIR_STRATA = {"val_unseen": "pairs", "test": None}
-"""Where minimal pairs go (:func:`~condvln.synth.pipeline.run_synthesis`): the val_unseen
-houses' pairs to the diagnostic ``pairs`` split, balanced there on their own and kept whole;
-the test houses sample none; the seen houses' pairs stay in train (:func:`_split_of`)."""
-
-
 def requested_episodes(groups: dict[int, str], config: GenerateConfig) -> dict[str, int]:
     """Episodes asked for per split: ``per_scene`` × the split's scenes (the seen scenes' share
-    of train and val_seen by ``val_seen_share``); in the val_unseen houses the
-    ``counterfactual_share`` of them that gets a sibling goes to ``pairs``, twice over.
+    of train and val_seen by ``val_seen_share``).
 
-    >>> groups = {0: "seen", 1: "seen", 2: "test", 3: "val_unseen"}
-    >>> requested_episodes(groups, GenerateConfig(per_scene=10))
-    {'train': 18, 'val_seen': 2, 'val_unseen': 8, 'test': 10, 'pairs': 4}
+    >>> requested_episodes({0: "seen", 1: "seen", 2: "test"}, GenerateConfig(per_scene=10))
+    {'train': 18, 'val_seen': 2, 'val_unseen': 0, 'test': 10}
     """
     scenes = Counter(groups.values())
     seen = scenes["seen"] * config.per_scene
     val_seen = round(seen * config.val_seen_share)
-    unseen = scenes["val_unseen"] * config.per_scene
-    paired = round(unseen * config.counterfactual_share)
     return {
         "train": seen - val_seen,
         "val_seen": val_seen,
-        "val_unseen": unseen - paired,
+        "val_unseen": scenes["val_unseen"] * config.per_scene,
         "test": scenes["test"] * config.per_scene,
-        "pairs": 2 * paired,
     }
 
 
 def _split_of(group: str, inst: Instance, config: GenerateConfig) -> str:
-    """The split of an instance of a scene in ``group`` (or of the balancing stratum
-    ``pairs``): a val_unseen house's pair members go to ``pairs``, a seen house's to train
-    (never val_seen: no evaluation split holds a pair but ``pairs``); other seen scenes'
-    instances go to train or val_seen by a hash of the instance's scene and start, so
-    balancing can tell the train split before episodes are built."""
-    if group == "val_unseen" and inst.pair_id:
-        return "pairs"
+    """The split of an instance of a scene in ``group``: seen scenes' instances go to train or
+    val_seen by a hash of the instance's scene and start (a minimal pair stays together), so balancing
+    can tell the train split before episodes are built."""
     if group != "seen":
         return group
-    if inst.pair_id:
-        return "train"
     key = f"{inst.scene_id}/{inst.start}"  # a minimal pair shares its start
     digest = hashlib.sha256(f"{config.seed}:{key}".encode()).digest()
     return (
@@ -347,7 +330,6 @@ def _generate(
         train=functools.partial(_is_train, config=config),
         vet=functools.partial(_vet, specs=tuple(specs), config=config),
         branch_steps=tuple(sorted(set(config.branch_steps))),
-        pair_strata=PAIR_STRATA,
     )
     by_scene: dict[str, list[Instance]] = defaultdict(list)
     for inst in synth.instances:

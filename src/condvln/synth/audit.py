@@ -282,23 +282,11 @@ def sampling_margin(n: int, chance: float, errors: float) -> float:
     return 100.0 * errors * float(np.sqrt(p * (1.0 - p) / n))
 
 
-def violations(
-    report: Mapping[str, Any], tol: Tolerances | None = None, *, pairs_split: bool = False
-) -> list[str]:
+def violations(report: Mapping[str, Any], tol: Tolerances | None = None) -> list[str]:
     """One line per probe and cell whose accuracy is above *or below* chance (50 % for a
-    condition's truth) by more than the tolerance; cells under ``min_count`` are not judged.
-
-    A pair member whose sibling is in the evaluated episodes is a leak in itself (a reader
-    comparing the two guesses their branches), unless ``pairs_split`` says they are the
-    diagnostic ``pairs`` split: guessable by construction, so ``pair_aware`` is not judged."""
+    condition's truth) by more than the tolerance; cells under ``min_count`` are not judged."""
     tol = tol or Tolerances()
     problems = []
-    found = report["branch"]["pair_aware"]["all"]["n"]
-    if found and not pairs_split:
-        problems.append(
-            f"pair_aware: {found} counterfactual pair members have their sibling in the "
-            "evaluated split; pairs belong in the pairs split"
-        )
 
     def check(label: str, cell: Mapping[str, Any], limit: float, reference: float | None) -> None:
         if cell["n"] < tol.min_count or cell["accuracy"] is None:
@@ -314,8 +302,6 @@ def violations(
             )
 
     for probe in BRANCH_PROBES:
-        if probe == "pair_aware" and pairs_split:
-            continue
         for key, cell in report["branch"][probe].items():
             limit = tol.overall if key == "all" else tol.category
             check(f"{probe} {key}", cell, limit, None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -303,12 +303,11 @@ def _trim_rows(  # long: one greedy loop whose guards share its counters
     return [inst for j, inst in enumerate(items) if j not in removed]
 
 
-def balance(
+def balance(  # long: the docstring states every pass in the order it runs
     instances: Sequence[Instance],
     seed: int,
     strata: Sequence[str] | None = None,
     train: Callable[[Instance, str], bool] | None = None,
-    whole_pairs: Collection[str] = (),
 ) -> list[Instance]:
     """Subsample ``instances``: equal gold-leaf counts per cell, truths balanced per group,
     blind priors held at chance.
@@ -324,42 +323,12 @@ def balance(
     the kept training instances; strata with training instances are left as they are then, so
     that prior stays the one the probes learn. Then the categories' navigation workload is
     evened within each stratum (:func:`~condvln.synth.workload.match_workload`), and a last
-    pass (at most :data:`FINAL_TRIM` of a stratum) evens the truths again. A pair that lost a
-    member loses its pair id. The strata of ``whole_pairs`` (a diagnostic split of minimal
-    pairs) are kept as sampled, whole pairs only: each pair's decisive truths are opposite by
-    construction, and rows (one instance per gold leaf of a cell) cut pairs apart — balanced
-    like the others, a 40 × 30 dataset kept 6 pairs where 36 were asked for. The order of
+    pass (at most :data:`FINAL_TRIM` of a stratum) evens the truths again. The order of
     ``instances`` is preserved.
     """
-    labels = list(strata) if strata is not None else [""] * len(instances)
-    whole = {id(i) for i, lab in zip(instances, labels, strict=True) if lab in whole_pairs}
-    rest = [(i, lab) for i, lab in zip(instances, labels, strict=True) if id(i) not in whole]
-    chosen = _balanced([i for i, _ in rest], seed, [lab for _, lab in rest], train)
-    kept = {id(i) for i in chosen} | whole
-    return _settle_pairs([i for i in instances if id(i) in kept], whole)
-
-
-def _settle_pairs(kept: list[Instance], whole: set[int]) -> list[Instance]:
-    """A pair member whose sibling was dropped: dropped too when it is in ``whole`` (ids of
-    instances of pairs-only strata: there it would be no pair), its pair id cleared otherwise."""
-    members = Counter(i.pair_id for i in kept if i.pair_id is not None)
-    return [
-        dataclasses.replace(i, pair_id=None) if i.pair_id and members[i.pair_id] < 2 else i
-        for i in kept
-        if not (i.pair_id and members[i.pair_id] < 2 and id(i) in whole)
-    ]
-
-
-def _balanced(
-    instances: Sequence[Instance],
-    seed: int,
-    labels: list[str],
-    train: Callable[[Instance, str], bool] | None,
-) -> list[Instance]:
-    """The passes of :func:`balance` (``labels``: one stratum per instance), pair ids as
-    sampled, the order of ``instances`` preserved."""
     rng = np.random.default_rng(seed)
     position = {id(inst): i for i, inst in enumerate(instances)}
+    labels = list(strata) if strata is not None else [""] * len(instances)
     by_stratum: dict[str, list[Instance]] = defaultdict(list)
     for inst, label in zip(instances, labels, strict=True):
         by_stratum[label].append(inst)
@@ -397,7 +366,11 @@ def _balanced(
     chosen, chosen_labels = match_workload(chosen, chosen_labels, rng)
     chosen = _trim_rows(chosen, chosen_labels, rng, {}, FINAL_TRIM)
     chosen.sort(key=lambda inst: position[id(inst)])
-    return chosen
+    members = Counter(i.pair_id for i in chosen if i.pair_id is not None)
+    return [
+        dataclasses.replace(i, pair_id=None) if i.pair_id and members[i.pair_id] < 2 else i
+        for i in chosen
+    ]
 
 
 def balance_report(instances: Sequence[Instance]) -> dict[str, Any]:

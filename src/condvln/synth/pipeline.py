@@ -246,7 +246,7 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def run_synthesis(  # long: the docstring documents each of its keyword arguments
+def run_synthesis(
     scenes: Sequence[SceneSpec],
     *,
     seed: int,
@@ -260,7 +260,6 @@ def run_synthesis(  # long: the docstring documents each of its keyword argument
     train: Callable[[Instance, str], bool] | None = None,
     vet: Vet | None = None,
     branch_steps: tuple[int, ...] = BRANCH_STEPS,
-    pair_strata: Mapping[str, str | None] | None = None,
 ) -> SynthesisResult:
     """Sample ``per_scene`` instances in every scene, then balance them; when fewer than
     :data:`MIN_YIELD` of ``per_scene × scenes`` survive balancing, sample the shortfall (divided
@@ -279,10 +278,7 @@ def run_synthesis(  # long: the docstring documents each of its keyword argument
     learn from (:func:`~condvln.synth.balance.balance`). ``vet`` (:data:`Vet`) drops, before
     balancing, what a later stage would drop, so the balance holds in what is written.
     ``branch_steps`` are the arm lengths of the bucket design
-    (:func:`~condvln.synth.sampler.all_buckets`). ``pair_strata`` routes minimal pairs: a
-    scene stratum mapped to a label balances its pair members as a stratum of that label, pairs
-    kept whole (a member whose sibling balancing dropped goes too); mapped to ``None``, its
-    scenes sample no siblings; unmapped, pairs stay in the scene's stratum.
+    (:func:`~condvln.synth.sampler.all_buckets`).
     ``radii`` are the success radii of multi-room and single-room scenes (leaf goals are
     sampled more than twice the radius apart). ``workers`` is a process count or an
     :class:`~condvln.parallel.Executor` (one task per scene).
@@ -294,7 +290,7 @@ def run_synthesis(  # long: the docstring documents each of its keyword argument
         seed, 0, 0, per_scene, counterfactual_share, relation_config, radii, None, vet=vet,
         branch_steps=branch_steps,
     )  # fmt: skip
-    run = _Run(scenes, labels, per_scene_groups, template, workers, train, pair_strata or {})
+    run = _Run(scenes, labels, per_scene_groups, template, workers, train)
     run.sample(dict.fromkeys(labels, per_scene), 0, on_scene_done)
     run.rebalance()
     run.top_up(per_scene)
@@ -321,11 +317,9 @@ class _Run:
         template: _SceneTask,
         workers: int | Executor,
         train: Callable[[Instance, str], bool] | None,
-        pair_strata: Mapping[str, str | None],
     ) -> None:
         self.scenes, self.labels, self.groups = scenes, labels, groups
         self.template, self.workers, self.train = template, workers, train
-        self.pair_strata = pair_strata
         self.rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaf rotation
         self.scene_ids: list[str] = []
         self.rejections: Counter[str] = Counter()
@@ -351,7 +345,6 @@ class _Run:
                 index=i,
                 offset=self.rank[i],
                 quota=quotas[self.labels[i]],
-                share=self._share(self.labels[i]),
                 groups=self.groups[i],
                 top_up=top_up,
                 category=category,
@@ -369,22 +362,10 @@ class _Run:
             self.gathered.extend(found)
             self.rejections.update(rejected)
 
-    def _share(self, label: str) -> float:
-        """The counterfactual share of a stratum's scenes (0 where pairs are not wanted)."""
-        wanted = label not in self.pair_strata or self.pair_strata[label] is not None
-        return self.template.share if wanted else 0.0
-
-    def _stratum(self, inst: Instance) -> str:
-        """The stratum an instance is balanced in: its scene's, or its pair stratum's."""
-        label = self.stratum_of[inst.scene_id]
-        routed = self.pair_strata.get(label)
-        return routed if inst.pair_id and routed is not None else label
-
     def rebalance(self) -> None:
         """Balance everything gathered so far (:func:`~condvln.synth.balance.balance`)."""
-        strata = [self._stratum(i) for i in self.gathered]
-        whole = {lab for lab in self.pair_strata.values() if lab is not None}
-        self.kept = balance(self.gathered, self.template.seed, strata, self.train, whole)
+        strata = [self.stratum_of[i.scene_id] for i in self.gathered]
+        self.kept = balance(self.gathered, self.template.seed, strata, self.train)
 
     def top_up(self, per_scene: int) -> None:
         """Sample again, with fresh seeds (:data:`TOP_UPS` rounds at most), in the scenes of
@@ -423,10 +404,9 @@ class _Run:
 
     def _short_categories(self) -> set[tuple[str, str]]:
         """(stratum, category) pairs whose kept count is under :data:`CATEGORY_SHORT` of the
-        stratum's kept count divided among the categories (pair members routed to a pair
-        stratum do not count for their scenes' stratum: they land in another split)."""
-        kept = Counter((self._stratum(i), i.bucket.category) for i in self.kept)
-        totals = Counter(self._stratum(i) for i in self.kept)
+        stratum's kept count divided among the categories."""
+        kept = Counter((self.stratum_of[i.scene_id], i.bucket.category) for i in self.kept)
+        totals = Counter(self.stratum_of[i.scene_id] for i in self.kept)
         return {
             (label, category)
             for label in set(self.labels)
