@@ -11,6 +11,7 @@ rows run along +Z (south), columns along +X (east).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +53,14 @@ class GridFrame:
         rows = np.clip(rows, 0, self.shape[0] - 1)
         cols = np.clip(cols, 0, self.shape[1] - 1)
         return rows, cols, inside
+
+    def cell(self, x: float, z: float) -> tuple[int, int] | None:
+        """The cell ``(row, col)`` holding one ground point, ``None`` outside the grid: what
+        :meth:`cells` gives for one point, in scalar arithmetic (no array round trip)."""
+        row = math.floor((z - self.origin[1]) / self.cell_size)
+        col = math.floor((x - self.origin[0]) / self.cell_size)
+        inside = 0 <= row < self.shape[0] and 0 <= col < self.shape[1]
+        return (row, col) if inside else None
 
     def centres(self, rows: ArrayLike, cols: ArrayLike) -> FloatArray:
         """Ground coordinates ``(N, 2)`` of the centres of cells ``(rows, cols)``."""

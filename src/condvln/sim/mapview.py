@@ -84,18 +84,11 @@ class MapView:
         return len(self._nav.scene.rooms)
 
     def room_index(self, point: Sequence[float]) -> int:
-        """Index of the room whose floor holds ``point``, ``-1`` outside every room.
-
-        Scalar arithmetic of :meth:`~condvln.nav.grid.GridFrame.cells` (agents ask once per
-        step and per detection, where the array round trip cost more than the lookup).
-        """
+        """Index of the room whose floor holds ``point``, ``-1`` outside every room (agents
+        ask once per step and per detection, hence :meth:`~condvln.nav.grid.GridFrame.cell`)."""
         area = self._nav.area
-        frame = area.frame
-        row = math.floor((float(point[2]) - frame.origin[1]) / frame.cell_size)
-        col = math.floor((float(point[0]) - frame.origin[0]) / frame.cell_size)
-        if not (0 <= row < frame.shape[0] and 0 <= col < frame.shape[1]):
-            return -1
-        return int(area.room_index[row, col])
+        cell = area.frame.cell(float(point[0]), float(point[2]))
+        return -1 if cell is None else int(area.room_index[cell])
 
     # --- objects the agent perceived ---------------------------------------------------------
 
