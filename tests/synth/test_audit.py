@@ -120,3 +120,21 @@ def test_overall_limits_widen_to_sampling_noise_on_small_datasets() -> None:
     assert violations(_report(30, 58.0)) != []
     large = violations(_report(3000, 42.5))
     assert [p.split(":")[0] for p in large] == ["constant_branch all", "nearest_goal all"]
+
+
+def test_breakdown_cells_widen_to_three_standard_errors() -> None:
+    """A category cell of 135 at chance 1/3 (standard error 4.06 pp) at 41.5 %: +8.1 pp is two
+    standard errors, past ±8.1 pp at two but inside ±12.2 pp at three, the default for the
+    50–60 breakdown cells a report judges; +13.0 pp is a leak either way."""
+
+    def report(accuracy: float) -> dict[str, Any]:
+        cell = {"n": 135, "accuracy": accuracy, "chance": 100 / 3}
+        out = _report(3000, 40.0)
+        out["branch"]["text_prior"]["chain"] = cell
+        return out
+
+    assert violations(report(41.5)) == []
+    assert violations(report(41.5), Tolerances(cell_standard_errors=2.0)) == [
+        "text_prior chain: 41.5% vs 33.3%, +8.2 pp above chance (n=135, tolerance ±8.1 pp)"
+    ]
+    assert [p.split(":")[0] for p in violations(report(46.3))] == ["text_prior chain"]

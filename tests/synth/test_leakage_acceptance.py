@@ -8,7 +8,6 @@ val_unseen, as ``condvln audit --leakage`` does.
 from __future__ import annotations
 
 import gzip
-import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -37,42 +36,39 @@ def report(benchmark_dataset: Path) -> dict[str, Any]:
     return leakage_audit(train, load_split(benchmark_dataset, "val_unseen")["episodes"])
 
 
-def _noise(cell: dict[str, Any], chance: float) -> float:
-    """Two standard errors of an accuracy at ``chance`` over the cell's count (percent)."""
-    p = chance / 100.0
-    return 200.0 * math.sqrt(p * (1.0 - p) / cell["n"])
-
-
 def test_blind_probes_score_chance_overall(report: dict[str, Any]) -> None:
     """The issue's tolerances: ±3 pp overall, constant branch and nearest goal ±2 pp, fixed (the
-    audit's default widens them to two standard errors, 3.5 pp here). The pair-aware probe is
-    scored on pair members only (about 130 episodes, where two standard errors are 8.5 pp), so
-    it is judged as the audit judges it, widened to sampling noise (issue 26 item 5 moves the
-    pairs out of the evaluated splits)."""
+    audit's default widens them to two standard errors, 3.5 pp here). val_unseen holds no
+    counterfactual pair, so the pair-aware reader has nothing to read (n = 0)."""
     assert report["episodes"] >= 600
-    assert report["branch"]["pair_aware"]["all"]["n"] < 300
+    assert report["branch"]["pair_aware"]["all"]["n"] == 0
     fixed = Tolerances(category=100.0, condition=100.0, standard_errors=0.0)
-    problems = [p for p in violations(report, fixed) if not p.startswith("pair_aware")]
-    widened = Tolerances(category=100.0, condition=100.0)
-    problems += [p for p in violations(report, widened) if p.startswith("pair_aware")]
-    assert problems == []
+    assert violations(report, fixed) == []
 
 
-def test_priors_score_chance_per_category_and_condition_type(report: dict[str, Any]) -> None:
-    """The issue's ±6 pp for both priors per Table-1 category and per condition type of ≥ 30
-    conditions, widened to two standard errors where a cell is too small for ±6 pp to exceed
-    sampling noise (as `condvln audit --leakage` judges)."""
+def test_pairs_stay_in_the_seen_houses(benchmark_dataset: Path) -> None:
+    """Minimal pairs are sampled in seen houses only (issue 26 item 5: a reader who sees both
+    members guesses the branch, +10.6 pp over chance on val_unseen when they were there)."""
+    groups = _split_groups(benchmark_dataset)
+    members = {
+        name: Counter(e["info"]["condvln"].get("pair_id") for e in episodes)
+        for name, episodes in groups.items()
+    }
+    assert set(members["val_unseen"]) == {None} and set(members["test"]) == {None}
+    seen = {pair: n for pair, n in members["seen"].items() if pair is not None}
+    assert len(seen) >= 20 and set(seen.values()) == {2}
+
+
+def test_no_probe_leaks_in_any_cell(report: dict[str, Any]) -> None:
+    """`condvln audit --leakage` at its defaults passes: the issue's ±6 pp per Table-1 category
+    and per condition type of ≥ 30 conditions, for every probe in both directions, widened to
+    three standard errors where a cell is too small for ±6 pp to exceed sampling noise (the
+    audit judges 50–60 such cells; at two standard errors a leak-free dataset would fail most
+    of the time). Every category cell of the priors holds ≥ 60 episodes."""
     for probe in ("text_prior", "commonsense_prior"):
         for category, cell in report["branch"][probe].items():
-            if category != "all":
-                assert cell["n"] >= 60, (probe, category)
-                limit = max(6.0, _noise(cell, cell["chance"]))
-                assert abs(cell["accuracy"] - cell["chance"]) <= limit, (probe, category)
-    for prior in ("text_prior", "commonsense_prior"):
-        for kind, cell in report["conditions"][prior].items():
-            if cell["n"] >= Tolerances().min_count:
-                limit = max(6.0, _noise(cell, 50.0))
-                assert abs(cell["accuracy"] - 50.0) <= limit, (prior, kind, cell["n"])
+            assert cell["n"] >= 60, (probe, category)
+    assert violations(report) == []
 
 
 def test_every_category_is_in_every_split(benchmark_dataset: Path) -> None:

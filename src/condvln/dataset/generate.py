@@ -46,6 +46,11 @@ from condvln.synth.pipeline import SceneSpec, run_synthesis, scene_seed, scene_s
 from condvln.synth.sampler import BRANCH_STEPS, Instance, Rejected
 from condvln.vlnce import SCENE_INDEX, SPLITS, build_vocab, dump_gz, encode, split_path
 
+UNPAIRED_SPLITS = ("val_unseen", "test")
+"""Splits whose houses get no minimal-pair siblings: a reader who sees both members of a pair
+guesses its branch better than chance, and these splits are audited as un-guessable. Pairs,
+and the pair-consistency score, live in the seen houses (train and val_seen)."""
+
 
 class GenerateConfig(BaseModel):
     """Everything that determines a dataset; stamped (with its hash) into every episode.
@@ -56,7 +61,8 @@ class GenerateConfig(BaseModel):
         inputs: Scene files or folders for file-based sources.
         per_scene: Instructions sampled per scene before balancing.
         seed: Master seed.
-        counterfactual_share: Probability that an instruction gets a minimal-pair sibling.
+        counterfactual_share: Probability that an instruction in a seen house gets a
+            minimal-pair sibling (houses of :data:`UNPAIRED_SPLITS` get none).
         unseen_share: Share of scenes held out for val_unseen and test (half each).
         val_seen_share: Share of the seen scenes' episodes that go to val_seen.
         multi_room_radius: Success radius of multi-room scenes (paper: 1.0 m).
@@ -330,6 +336,7 @@ def _generate(
         train=functools.partial(_is_train, config=config),
         vet=functools.partial(_vet, specs=tuple(specs), config=config),
         branch_steps=tuple(sorted(set(config.branch_steps))),
+        unpaired=UNPAIRED_SPLITS,
     )
     by_scene: dict[str, list[Instance]] = defaultdict(list)
     for inst in synth.instances:

@@ -12,7 +12,7 @@ import hashlib
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -260,6 +260,7 @@ def run_synthesis(
     train: Callable[[Instance, str], bool] | None = None,
     vet: Vet | None = None,
     branch_steps: tuple[int, ...] = BRANCH_STEPS,
+    unpaired: Collection[str] = (),
 ) -> SynthesisResult:
     """Sample ``per_scene`` instances in every scene, then balance them; when fewer than
     :data:`MIN_YIELD` of ``per_scene × scenes`` survive balancing, sample the shortfall (divided
@@ -278,7 +279,9 @@ def run_synthesis(
     learn from (:func:`~condvln.synth.balance.balance`). ``vet`` (:data:`Vet`) drops, before
     balancing, what a later stage would drop, so the balance holds in what is written.
     ``branch_steps`` are the arm lengths of the bucket design
-    (:func:`~condvln.synth.sampler.all_buckets`).
+    (:func:`~condvln.synth.sampler.all_buckets`). Scenes of the strata in ``unpaired`` get no
+    minimal-pair siblings: a reader who sees both members of a pair can guess its branch, so
+    splits audited as un-guessable must hold no pair.
     ``radii`` are the success radii of multi-room and single-room scenes (leaf goals are
     sampled more than twice the radius apart). ``workers`` is a process count or an
     :class:`~condvln.parallel.Executor` (one task per scene).
@@ -290,7 +293,8 @@ def run_synthesis(
         seed, 0, 0, per_scene, counterfactual_share, relation_config, radii, None, vet=vet,
         branch_steps=branch_steps,
     )  # fmt: skip
-    run = _Run(scenes, labels, per_scene_groups, template, workers, train)
+    shares = [0.0 if label in unpaired else counterfactual_share for label in labels]
+    run = _Run(scenes, labels, per_scene_groups, template, workers, train, shares)
     run.sample(dict.fromkeys(labels, per_scene), 0, on_scene_done)
     run.rebalance()
     run.top_up(per_scene)
@@ -317,8 +321,9 @@ class _Run:
         template: _SceneTask,
         workers: int | Executor,
         train: Callable[[Instance, str], bool] | None,
+        shares: list[float],
     ) -> None:
-        self.scenes, self.labels, self.groups = scenes, labels, groups
+        self.scenes, self.labels, self.groups, self.shares = scenes, labels, groups, shares
         self.template, self.workers, self.train = template, workers, train
         self.rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaf rotation
         self.scene_ids: list[str] = []
@@ -345,6 +350,7 @@ class _Run:
                 index=i,
                 offset=self.rank[i],
                 quota=quotas[self.labels[i]],
+                share=self.shares[i],
                 groups=self.groups[i],
                 top_up=top_up,
                 category=category,
