@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 BENCH_ARGS = ("--scenes", "10", "--per-scene", "20", "--no-ithor", "-j", "1", "-q")
-"""About 55 val_unseen episodes over 3 unseen houses, 8 runs (under the report's 500-row page): ~20 s on one core."""
+"""About 80 val_unseen episodes over 3 unseen houses, 8 runs (more rows than the report's 500-row first page): ~20 s on one core."""
 
 CHROMIUM_FLAGS = (
     "--headless",
