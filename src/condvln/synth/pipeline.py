@@ -279,9 +279,7 @@ def run_synthesis(
     learn from (:func:`~condvln.synth.balance.balance`). ``vet`` (:data:`Vet`) drops, before
     balancing, what a later stage would drop, so the balance holds in what is written.
     ``branch_steps`` are the arm lengths of the bucket design
-    (:func:`~condvln.synth.sampler.all_buckets`). Scenes of the strata in ``unpaired`` get no
-    minimal-pair siblings: a reader who sees both members of a pair can guess its branch, so
-    splits audited as un-guessable must hold no pair.
+    (:func:`~condvln.synth.sampler.all_buckets`); strata in ``unpaired`` get no minimal pairs.
     ``radii`` are the success radii of multi-room and single-room scenes (leaf goals are
     sampled more than twice the radius apart). ``workers`` is a process count or an
     :class:`~condvln.parallel.Executor` (one task per scene).
