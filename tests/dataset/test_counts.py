@@ -53,7 +53,20 @@ def test_counts_and_warnings_from_hand_made_splits() -> None:
         "split val_seen kept 3 of 12 requested episodes",
         "split val_unseen has no nested_chain episodes",
         "split test is empty: no scene was assigned to it",
+        "val_unseen + test hold 20 episodes, under the 988 needed to tell a ±3 pp leak from "
+        "noise: the leakage audit can only judge blind probes to ±21.1 pp here (smallest size "
+        "measured safe: --scenes 80 --per-scene 50)",
     ]
+
+
+@pytest.mark.parametrize(("unseen", "warned"), [(987, True), (988, False)])
+def test_unseen_splits_too_small_for_the_audit_limit_are_warned(unseen: int, warned: bool) -> None:
+    splits = {
+        "val_unseen": [_record(c) for c in CATEGORIES] * (unseen // 12),
+        "test": [_record("simple")] * (unseen - unseen // 12 * 6),
+    }
+    _, warnings = requested_vs_produced(splits, {"val_unseen": unseen, "test": unseen}, Counter())
+    assert any(w.startswith(f"val_unseen + test hold {unseen} episodes") for w in warnings) == warned
 
 
 def test_too_few_survivors_warn_with_the_main_rejections() -> None:

@@ -12,6 +12,7 @@ from condvln.program.ast import CATEGORIES
 from condvln.program.parse import tokenize
 from condvln.program.render import MAX_WORDS, word_count
 from condvln.program.templates import SLOTS, load_templates
+from condvln.synth.audit import Tolerances, judgeable_count, sampling_margin
 from condvln.vlnce import SPLITS
 
 REQUESTED_NOTE = (
@@ -64,13 +65,35 @@ def _spread(total: int, n: int) -> list[int]:
     return [total // n + (1 if k < total % n else 0) for k in range(n)]
 
 
+UNSEEN_SPLITS = ("val_unseen", "test")
+"""The splits of unseen houses, on which ``condvln audit --leakage`` judges the blind probes."""
+
+SAFE_SIZE = "--scenes 80 --per-scene 50"
+"""The smallest procedural size measured to keep every blind probe within the audit's overall
+limit over three seeds (``benchmarks/bench_leakage_grid.py``; the default benchmark's size)."""
+
+
+def _resolution_warning(evaluated: int) -> list[str]:
+    """A warning when the unseen splits are too small for the audit's fixed overall limit."""
+    needed = judgeable_count()
+    if not 0 < evaluated < needed:
+        return []
+    margin = sampling_margin(evaluated, 100.0 / 3, Tolerances().standard_errors)
+    return [
+        f"val_unseen + test hold {evaluated} episodes, under the {needed} needed to tell a "
+        f"±{Tolerances().overall:g} pp leak from noise: the leakage audit can only judge "
+        f"blind probes to ±{margin:.1f} pp here (smallest size measured safe: {SAFE_SIZE})"
+    ]
+
+
 def requested_vs_produced(
     splits: dict[str, list], requested: dict[str, int], rejections: Counter
 ) -> tuple[dict[str, Any], list[str]]:
     """Episodes requested and produced per split and per Table 1 category, and the warnings.
 
     Warnings: a split that got no scene, a category missing from a split that asked for it, a
-    split or the whole dataset keeping fewer than half of the requested episodes.
+    split or the whole dataset keeping fewer than half of the requested episodes, unseen splits
+    too small for the leakage audit's overall limit.
     """
     names = list(CATEGORIES.values())
     table: dict[str, Any] = {}
@@ -104,6 +127,7 @@ def requested_vs_produced(
             for name in names
         },
     }
+    warnings += _resolution_warning(sum(table[s]["produced"] for s in UNSEEN_SPLITS))
     if total["produced"] < total["requested"] / 2:
         top = ", ".join(f"{reason} {n}" for reason, n in rejections.most_common(3))
         warnings.append(

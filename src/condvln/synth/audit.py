@@ -27,6 +27,7 @@ far below chance is a leak too, because its mirror image (the opposite guesses) 
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -286,6 +287,21 @@ def sampling_margin(n: int, chance: float, errors: float) -> float:
     """
     p = chance / 100.0
     return 100.0 * errors * float(np.sqrt(p * (1.0 - p) / n))
+
+
+def judgeable_count(tol: Tolerances | None = None, chance: float = 100.0 / 3) -> int:
+    """Fewest evaluated episodes at which sampling noise (``tol.standard_errors`` standard
+    errors of an accuracy at ``chance`` percent) fits inside the overall limit ``tol.overall``.
+
+    Below it, :func:`violations` judges the overall lines by the wider noise margin, so a
+    smaller dataset cannot be shown to meet the fixed limit even when nothing leaks.
+
+    >>> judgeable_count()
+    988
+    """
+    tol = tol or Tolerances()
+    p = chance / 100.0
+    return math.ceil(p * (1.0 - p) * (100.0 * tol.standard_errors / tol.overall) ** 2)
 
 
 def violations(report: Mapping[str, Any], tol: Tolerances | None = None) -> list[str]:

@@ -68,7 +68,7 @@ SECOND_TRIM = 0.1
 
 FINAL_TRIM = 0.2
 """Largest share of a stratum the last pass may drop to even out the truths (groups, condition
-types, rooms; no priors) that the capped passes and workload matching left skewed."""
+types, rooms) and the blind priors that the capped passes and workload matching left skewed."""
 
 STRATUM = "#"
 """Prefix of a stratum label inside a balance key."""
@@ -303,6 +303,20 @@ def _trim_rows(  # long: one greedy loop whose guards share its counters
     return [inst for j, inst in enumerate(items) if j not in removed]
 
 
+def _kept(
+    items: list[Instance],
+    labels: list[str],
+    rng: np.random.Generator,
+    priors: dict[str, dict[str, ConditionPrior]],
+    cap: float = MAX_TRIM,
+    frozen: set[str] = frozenset(),  # type: ignore[assignment]
+) -> tuple[list[Instance], list[str]]:
+    """:func:`_trim_rows`, with the stratum labels of what it keeps."""
+    kept_ids = {id(i) for i in _trim_rows(items, labels, rng, priors, cap, frozen)}
+    pairs = [(i, lab) for i, lab in zip(items, labels, strict=True) if id(i) in kept_ids]
+    return [i for i, _ in pairs], [lab for _, lab in pairs]
+
+
 def balance(  # long: the docstring states every pass in the order it runs
     instances: Sequence[Instance],
     seed: int,
@@ -322,9 +336,11 @@ def balance(  # long: the docstring states every pass in the order it runs
     the same, in the strata holding no training instance, for the frequency prior learned on
     the kept training instances; strata with training instances are left as they are then, so
     that prior stays the one the probes learn. Then the categories' navigation workload is
-    evened within each stratum (:func:`~condvln.synth.workload.match_workload`), and a last
-    pass (at most :data:`FINAL_TRIM` of a stratum) evens the truths again. The order of
-    ``instances`` is preserved.
+    evened within each stratum (:func:`~condvln.synth.workload.match_workload`), a last pass
+    (at most :data:`FINAL_TRIM` of a stratum) evens the truths and holds the same priors at
+    chance again, since matching drops rows without looking at them, and the workload is
+    matched once more, since that pass drops rows without looking at the workload. The order
+    of ``instances`` is preserved.
     """
     rng = np.random.default_rng(seed)
     position = {id(inst): i for i, inst in enumerate(instances)}
@@ -340,9 +356,7 @@ def balance(  # long: the docstring states every pass in the order it runs
         chosen_labels += [label] * len(kept)
     commonsense: dict[str, ConditionPrior] = {"commonsense": CommonsensePrior()}
     priors = {label: commonsense for label in by_stratum}
-    kept_ids = {id(i) for i in _trim_rows(chosen, chosen_labels, rng, priors)}
-    chosen_labels = [lab for i, lab in zip(chosen, chosen_labels, strict=True) if id(i) in kept_ids]
-    chosen = [i for i in chosen if id(i) in kept_ids]
+    chosen, chosen_labels = _kept(chosen, chosen_labels, rng, priors)
     if train is not None:
         used = [train(i, lab) for i, lab in zip(chosen, chosen_labels, strict=True)]
         training = {lab for lab, u in zip(chosen_labels, used, strict=True) if u}
@@ -355,16 +369,10 @@ def balance(  # long: the docstring states every pass in the order it runs
         priors = {
             label: {**commonsense, "text": learned} for label in by_stratum if label not in training
         }
-        kept_ids = {
-            id(i)
-            for i in _trim_rows(chosen, chosen_labels, rng, priors, SECOND_TRIM, frozen=training)
-        }
-        chosen_labels = [
-            lab for i, lab in zip(chosen, chosen_labels, strict=True) if id(i) in kept_ids
-        ]
-        chosen = [i for i in chosen if id(i) in kept_ids]
+        chosen, chosen_labels = _kept(chosen, chosen_labels, rng, priors, SECOND_TRIM, training)
     chosen, chosen_labels = match_workload(chosen, chosen_labels, rng)
-    chosen = _trim_rows(chosen, chosen_labels, rng, {}, FINAL_TRIM)
+    chosen, chosen_labels = _kept(chosen, chosen_labels, rng, priors, FINAL_TRIM)
+    chosen, chosen_labels = match_workload(chosen, chosen_labels, rng)
     chosen.sort(key=lambda inst: position[id(inst)])
     members = Counter(i.pair_id for i in chosen if i.pair_id is not None)
     return [
