@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -156,8 +157,18 @@ def test_scenes_do_not_leak_between_seen_and_unseen_splits(dataset: Path) -> Non
 
 
 def test_same_seed_same_bytes_with_one_and_two_workers(dataset: Path, tmp_path: Path) -> None:
+    """Two workers in another process whose string hashes differ (``PYTHONHASHSEED``): the
+    order a set is iterated in must never reach the data (it once did, through a float sum in
+    balancing, and the CI machine's default benchmark data differed from ours)."""
     other = tmp_path / "ds2"
-    generate_dataset(CONFIG, other, workers=2)
+    code = (
+        "import sys; from pathlib import Path; from condvln.dataset.generate import"
+        " GenerateConfig, generate_dataset; generate_dataset(GenerateConfig.model_validate_json"
+        "(sys.argv[1]), Path(sys.argv[2]), workers=2)"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "1"}
+    args = [sys.executable, "-c", code, CONFIG.model_dump_json(), str(other)]
+    subprocess.run(args, env=env, check=True, capture_output=True)
     assert _files(other) == _files(dataset)
 
 

@@ -13,8 +13,9 @@ workers finished in (callers pass instances in scene order).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -222,16 +223,23 @@ def _complete_row(
     return row
 
 
+def _skew(counts: TruthCounts, keys: Iterable[Key]) -> float:
+    """The summed excess of ``keys`` over both truths, exactly rounded (:func:`math.fsum`), so
+    it does not depend on the order a set of keys is iterated in, which varies with
+    ``PYTHONHASHSEED``: a plain sum could break a tie differently in another process."""
+    return math.fsum(max(0.0, _excess(counts, k, t)) for k in keys for t in (True, False))
+
+
 def _drop_if_better(
     row: list[int], keys: list[list[tuple[Key, bool]]], counts: TruthCounts
 ) -> bool:
     """Take the row's keys out of ``counts`` when that lowers the skew of the keys it touches
     (and say so); otherwise leave ``counts`` as it was."""
     touched = {k for m in row for k, _ in keys[m]}
-    before = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
+    before = _skew(counts, touched)
     for m in row:
         counts.subtract(keys[m])
-    after = sum(max(0.0, _excess(counts, k, t)) for k in touched for t in (True, False))
+    after = _skew(counts, touched)
     if after < before:
         return True
     for m in row:
