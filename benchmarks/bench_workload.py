@@ -54,7 +54,9 @@ def _report(root: Path, split: str, permutations: int, seed: int) -> None:
     ]
     observed = _gaps(category, targets, length)
     rng = np.random.default_rng(seed)
-    null = np.array([_gaps(rng.permutation(category), targets, length) for _ in range(permutations)])
+    null = np.array(
+        [_gaps(rng.permutation(category), targets, length) for _ in range(permutations)]
+    )
     p = (null >= np.asarray(observed)).mean(axis=0)
     median = np.median(null, axis=0)
     print(

@@ -23,6 +23,7 @@ EXPLAIN = 60
 """A function longer than this says why in a ``# long: …`` comment on its ``def`` line or
 the line above it."""
 
+
 def _contracts() -> list[dict]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     return config["tool"]["importlinter"]["contracts"]

@@ -83,7 +83,10 @@ def test_a_resume_with_another_agent_stops_with_one_line(
     if change == "edit":
         assert f"({tmp_path / 'my_agent.py'}: sha256 " in message
     assert "--restart" in message and "run incomplete" not in message
-    assert before == ((run / "trajectories.jsonl").read_bytes(), (run / "manifest.json").read_bytes())
+    assert before == (
+        (run / "trajectories.jsonl").read_bytes(),
+        (run / "manifest.json").read_bytes(),
+    )
     assert not (run / "INCOMPLETE").exists()
     again = run_agent(spec, dataset, "train", run, restart=True, **fields)  # starts over
     assert again.set_aside == tmp_path / "run.previous-1" and again.ran == 4
@@ -119,7 +122,9 @@ def test_failed_episodes_exit_3_with_their_counts(cli, dataset: Path, tmp_path: 
     args = ("run", "--agent", f"{AGENTS}:Crashy", "--dataset", str(dataset), "--out", str(run))
     failed = cli(*args, "--split", "train", "--limit", "6", "-q")
     assert failed.returncode == 3, failed.stderr
-    records = [orjson.loads(line) for line in (run / "trajectories.jsonl").read_bytes().splitlines()]
+    records = [
+        orjson.loads(line) for line in (run / "trajectories.jsonl").read_bytes().splitlines()
+    ]
     errors = sum(r["status"] == "agent_error" for r in records)
     assert errors == sum(r["episode_id"] % 2 == 0 for r in records) > 0
     assert f"condvln: {errors} of 6 episodes failed ({errors} agent_error); exit code 3" in (

@@ -66,7 +66,9 @@ def test_unseen_splits_too_small_for_the_audit_limit_are_warned(unseen: int, war
         "test": [_record("simple")] * (unseen - unseen // 12 * 6),
     }
     _, warnings = requested_vs_produced(splits, {"val_unseen": unseen, "test": unseen}, Counter())
-    assert any(w.startswith(f"val_unseen + test hold {unseen} episodes") for w in warnings) == warned
+    assert (
+        any(w.startswith(f"val_unseen + test hold {unseen} episodes") for w in warnings) == warned
+    )
 
 
 def test_too_few_survivors_warn_with_the_main_rejections() -> None:

@@ -115,7 +115,9 @@ def test_viz_writes_the_format_its_suffix_names(cli, bench: Path, tmp_path: Path
     assert pdf.startswith(b"%PDF-") and b"/MediaBox [ 0 0 576 432 ]" in pdf  # 8 × 6 in in pt
     if shutil.which("pdfinfo"):  # poppler's own reader
         info = subprocess.run(["pdfinfo", str(tmp_path / "ep.pdf")], capture_output=True, text=True)
-        assert "Page size:       576 x 432 pts" in info.stdout and "Pages:           1" in info.stdout
+        assert (
+            "Page size:       576 x 432 pts" in info.stdout and "Pages:           1" in info.stdout
+        )
     svg = ElementTree.parse(tmp_path / "ep.svg").getroot()
     assert svg.tag == "{http://www.w3.org/2000/svg}svg" and svg.get("width") == "576pt"
     refused = cli("viz", run, "-e", episode, "--out", str(tmp_path / "ep.jpg"))
@@ -162,7 +164,9 @@ def test_map_labels_never_overlap_in_the_saved_figure(bench: Path, crop: str) ->
                 for b, box_b in boxes[i + 1 :]:
                     assert not box_a.overlaps(box_b), (a, b)
             inside = ax.get_window_extent(fig.canvas.get_renderer())
-            assert all(inside.contains(b.x0, b.y0) and inside.contains(b.x1, b.y1) for _, b in boxes)
+            assert all(
+                inside.contains(b.x0, b.y0) and inside.contains(b.x1, b.y1) for _, b in boxes
+            )
             shown += len(placed.drawn)
             if crop == "room":  # the view is the rooms the episode touches
                 assert ax.get_xlim() == pytest.approx(crop_box(navigator.scene, figure, path)[:2])
@@ -184,7 +188,9 @@ def test_room_crop_is_smaller_than_the_house_for_some_episode(bench: Path) -> No
 
 def test_no_labels_keeps_only_goal_and_subgoal_labels(bench: Path) -> None:
     navigator, figure, path = load_episode(bench / "runs" / "condition_blind", _episode(bench))
-    fig, placed = episode_plot(navigator.scene, navigator, figure, path, FigureOptions(labels=False))
+    fig, placed = episode_plot(
+        navigator.scene, navigator, figure, path, FigureOptions(labels=False)
+    )
     plt.close(fig)
     assert len(placed.drawn) == len(figure.branches) + len(figure.subgoals)
     fig, placed = episode_plot(navigator.scene, navigator, figure, path)
