@@ -239,7 +239,7 @@ PLANS: dict[tuple[str, int], Plan] = {
             ),
             (
                 ".venv/bin/pytest",
-                ".venv/bin/pytest -q -p no:cacheprovider tests/test_layout.py",
+                ".venv/bin/pytest -q -p no:cacheprovider -n 0 tests/test_layout.py",
                 "this suite is the suite: the block runs one file of it, not itself",
             ),
         ),

@@ -37,7 +37,7 @@ from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.errors import ConfigError
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.io import atomic_write_bytes, output_lock, output_path, read_json
-from condvln.parallel.executors import Executor
+from condvln.parallel.executors import Executor, one_ray_session
 from condvln.provenance import provenance
 from condvln.scene.sources.ithor import ROOM_KINDS, SCENES_PER_KIND
 from condvln.vlnce import SPLITS, load_split
@@ -216,7 +216,7 @@ def run_benchmark(
         if config.source == "ithor":
             raise ConfigError("the main dataset is already an iTHOR one; drop the iTHOR group")
         groups.append(Group("ithor", out / "ithor", ithor))
-    with output_lock(out):
+    with output_lock(out), one_ray_session():
         return _benchmark(
             out, groups, split, Executor.of(workers), runs, protocol, options, progress
         )

@@ -178,3 +178,37 @@ def test_cli_executor_options(dataset: Path, tmp_path: Path) -> None:
         )
         assert isinstance(bad.exception, ConfigError) and message in str(bad.exception)
     assert not (tmp_path / "x").exists()
+
+
+SESSIONS = """
+import ray
+from condvln.parallel import Executor, ordered_map
+from condvln.parallel.executors import one_ray_session
+
+starts = []
+init = ray.init
+ray.init = lambda *a, **k: starts.append(k) or init(*a, **k)
+executor = Executor("ray", workers=2)
+stages = lambda: [list(ordered_map(abs, [-1, 2, -3], executor)) for _ in range(2)]
+assert stages() == [[1, 2, 3]] * 2
+each = len(starts)
+with one_ray_session():
+    assert stages() == [[1, 2, 3]] * 2
+    alive = ray.is_initialized()
+print(each, len(starts) - each, alive, ray.is_initialized())
+"""
+
+
+def test_one_session_serves_every_stage_of_a_command() -> None:
+    """Outside :func:`one_ray_session` each stage starts its own cluster; inside (every
+    command, every benchmark) one cluster serves them all until the block ends (a fresh
+    process, not this module's open cluster)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", SESSIONS], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["2", "1", "True", "False"]

@@ -75,9 +75,11 @@ def main() -> None:
     import pydantic
 
     from condvln.options import config_error
+    from condvln.parallel.executors import one_ray_session
 
     try:
-        app()
+        with one_ray_session():
+            app()
     except CondVLNError as exc:
         _fail(str(exc), 2)
     except pydantic.ValidationError as exc:

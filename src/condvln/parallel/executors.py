@@ -12,7 +12,10 @@ Two shapes of work cover the pipeline:
 Ray is optional (``pip install "condvln[ray]"``) and imported only when asked for. Without
 ``address`` a private local cluster of ``workers`` CPUs is started and shut down afterwards;
 ``address="auto"`` or ``"HOST:PORT"`` joins an existing one (``ray start --head`` on the head
-node, ``ray start --address HEAD:6379`` on the others). An already initialised Ray session (for
+node, ``ray start --address HEAD:6379`` on the others). Inside :func:`one_ray_session` (every
+``condvln`` command, :func:`~condvln.benchmark.run_benchmark`) the stages share one session,
+started by the first and shut down when the block ends, so a command pays Ray's start-up and
+its workers' imports once, not once per stage. An already initialised Ray session (for
 example one a test or notebook opened with ``ray.init``) is reused and left running. Tasks and
 actors killed with their node are retried (:data:`RETRIES`). Ray tasks and actors work in the
 caller's current folder when it exists on their node, so relative paths (``--input``,
@@ -106,13 +109,37 @@ def _import_ray() -> Any:
     return ray
 
 
+@dataclass
+class _Held:
+    """The session :func:`one_ray_session` keeps: how deep the blocks are nested, and the
+    ``(address, workers)`` of the session this module started inside them (``None``: none)."""
+
+    depth: int = 0
+    key: tuple[str | None, int] | None = None
+
+
+_HELD = _Held()
+
+
 @contextmanager
-def ray_session(executor: Executor) -> Iterator[Any]:
-    """The ``ray`` module with a connected session (started here and shut down, unless open)."""
-    ray = _import_ray()
-    if ray.is_initialized():
-        yield ray
-        return
+def one_ray_session() -> Iterator[None]:
+    """Let every Ray stage inside this block share one session.
+
+    The first stage on Ray starts it; the stages after it with the same address and workers
+    reuse it (and its worker processes, which have already imported CondVLN); the end of the
+    outermost block shuts it down. Without Ray stages inside, this does nothing.
+    """
+    _HELD.depth += 1
+    try:
+        yield
+    finally:
+        _HELD.depth -= 1
+        if _HELD.depth == 0 and _HELD.key is not None:
+            _HELD.key = None
+            _import_ray().shutdown()
+
+
+def _start_ray(ray: Any, executor: Executor) -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
     try:
@@ -123,6 +150,25 @@ def ray_session(executor: Executor) -> Iterator[Any]:
     except (ConnectionError, ValueError, RuntimeError) as exc:
         where = executor.address or "a local cluster"
         raise ConfigError(f"cannot start Ray on {where}: {' '.join(str(exc).split())}") from None
+
+
+@contextmanager
+def ray_session(executor: Executor) -> Iterator[Any]:
+    """The ``ray`` module with a connected session: one already open (left running), the one
+    :func:`one_ray_session` holds, or one started here and shut down afterwards."""
+    ray = _import_ray()
+    key = (executor.address, executor.workers)
+    if ray.is_initialized() and _HELD.key not in (None, key):
+        _HELD.key = None  # the held session was started for another cluster or size
+        ray.shutdown()
+    if ray.is_initialized():
+        yield ray
+        return
+    _start_ray(ray, executor)
+    if _HELD.depth:
+        _HELD.key = key
+        yield ray
+        return
     try:
         yield ray
     finally:
