@@ -1,4 +1,6 @@
-"""Shared test fixtures: the CLI runner, the test-data folder ``tests/data`` and a hand-made scene."""
+"""Shared test fixtures: the CLI runner, the test-data folder ``tests/data`` and a hand-made scene;
+and the ``slow`` marker: long end-to-end tests run with ``--slow`` and always in CI (``CI`` set
+to a true value), and are left out otherwise, so the suite on a developer's machine stays short."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +17,45 @@ from condvln.graph import SceneGraph, build_scene_graph
 from condvln.scene.model import Door, Room, Scene, SceneObject
 
 DATA = Path(__file__).resolve().parent / "data"
+
+
+SLOW_HELP = "also run the long end-to-end tests (marked slow); CI=true always runs them"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--slow``: run the tests marked ``slow`` too."""
+    parser.addoption("--slow", action="store_true", help=SLOW_HELP)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``slow`` marker."""
+    config.addinivalue_line("markers", f"slow: long end-to-end test ({SLOW_HELP})")
+
+
+def runs_slow_tests(config: pytest.Config) -> bool:
+    """Whether this session runs the tests marked ``slow``: ``--slow``, or ``CI`` is true."""
+    in_ci = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+    return bool(config.getoption("--slow")) or in_ci
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say at the end, when the slow tests were left out, how to run them."""
+    if not runs_slow_tests(config):
+        terminalreporter.write_line(
+            "tests marked slow (long end-to-end runs) were left out: pytest --slow runs them, "
+            "as CI does (CI=true)"
+        )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the tests marked ``slow`` unless this session runs them (their fixtures are
+    then never built)."""
+    if runs_slow_tests(config):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 def _run_cli(

@@ -13,6 +13,8 @@ from condvln.errors import ConfigError
 from condvln.scene.sources.ithor import ithor_scene_names
 from condvln.vlnce import load_split
 
+pytestmark = pytest.mark.slow
+
 TINY = GenerateConfig(scenes=8, per_scene=30, unseen_share=0.5, seed=1)
 RUNS = (RunSpec("random", "random"), RunSpec("oracle_linear", "oracle_linear"))
 

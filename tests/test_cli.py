@@ -143,6 +143,7 @@ def test_audit_prints_balance_and_rejections(cli) -> None:
     assert "rejections by reason" in result.stdout
 
 
+@pytest.mark.slow
 def test_benchmark_command_small(cli, tmp_path: Path) -> None:
     out = tmp_path / "bench"
     mine = Path(__file__).parent / "agents" / "data" / "served_agent.py"

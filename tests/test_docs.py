@@ -47,12 +47,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_every_page_is_built(site: Path) -> None:
     for page in DOCS.rglob("*.md"):
         path = page.relative_to(DOCS).with_suffix("")  # x.md is x/index.html, index.md index.html
         assert (site / (path.parent if path.name == "index" else path) / "index.html").is_file()
 
 
+@pytest.mark.slow
 def test_the_api_reference_renders_docstrings(site: Path) -> None:
     agents = (site / "api" / "agents" / "index.html").read_text()
     # a Sphinx role of the package docstring became a link to the module's section

@@ -557,6 +557,7 @@ wait_for_server() {
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("section", "index"), sorted(PLANS), ids=lambda v: str(v))
 def test_readme_block_runs(
     section: str, index: int, tmp_path: Path, made: dict[str, Path], request: pytest.FixtureRequest

@@ -164,6 +164,7 @@ def _decision_accuracy(dataset: Path, protocol: dict) -> float:
     return float(np.mean(right))
 
 
+@pytest.mark.slow
 def test_noise_lowers_neurosymbolic_branch_accuracy(dataset: Path) -> None:
     clean = _decision_accuracy(dataset, {})
     noisy = _decision_accuracy(dataset, {"miss_rate": 0.5, "confusion_rate": 0.3})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from condvln.agents.blind import CommonsensePriorAgent, TextPriorAgent, _train_prior
 from condvln.agents.loader import load_agent
@@ -29,6 +30,7 @@ def test_text_prior_learns_from_the_train_split_only(dataset: Path) -> None:
     assert _train_prior(dataset.resolve()) is agent.prior()  # read once per process
 
 
+@pytest.mark.slow
 def test_prior_agents_choose_by_prior_whatever_they_see(dataset: Path) -> None:
     """The chosen path is ``predicted_leaf`` of the episode's program under the prior, with or
     without perception noise; without noise, an agent that ends at a leaf goal nearly always

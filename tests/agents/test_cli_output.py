@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import orjson
+import pytest
 
 from condvln.cli.common import PlainProgress
 from condvln.vlnce import load_split
@@ -49,6 +50,7 @@ def test_plain_progress_writes_at_most_every_interval() -> None:
     assert 14 <= len(lines) <= 16 and "ETA" in lines[5] and "done in 2:28" in lines[-1]
 
 
+@pytest.mark.slow
 def test_tables_are_whole_off_a_terminal_and_fit_one(cli, dataset: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
     args = ("run", "--agent", "random", "--dataset", str(dataset), "--out", str(run))
@@ -76,6 +78,7 @@ def test_help_keeps_option_names_and_extras(cli) -> None:
     assert "Exit codes: 0 done" in root and "3 episodes failed" in " ".join(root.split())
 
 
+@pytest.mark.slow
 def test_a_config_file_holds_the_whole_command(cli, dataset: Path, tmp_path: Path) -> None:
     config = tmp_path / "run.yaml"
     config.write_text(

@@ -207,6 +207,7 @@ def test_the_step_timeout_reaches_in_process_agents(
     assert orjson.loads((out / "manifest.json").read_bytes())["step_timeout"] == manifest
 
 
+@pytest.mark.slow
 def test_no_limit_lets_a_slow_answer_finish(
     dataset: Path, tmp_path: Path, hostile: http.server.HTTPServer
 ) -> None:

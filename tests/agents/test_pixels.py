@@ -96,6 +96,7 @@ def test_pixel_noise_misses_confuses_and_is_seeded(frame: tuple[Simulator, objec
     assert a == b != _detect(sim, obs, noisy, seed=4)
 
 
+@pytest.mark.slow
 def test_pixel_agent_runs_without_symbolic_detections(dataset: Path, tmp_path: Path) -> None:
     # without the sensors the episode fails as an agent error naming what is missing
     bad = tmp_path / "bad"

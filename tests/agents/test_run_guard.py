@@ -135,7 +135,10 @@ def test_failed_episodes_exit_3_with_their_counts(cli, dataset: Path, tmp_path: 
     allowed = cli(*args, "--split", "train", "--limit", "6", "-q", "--allow-failures")
     assert allowed.returncode == 0 and "exit code 0 (--allow-failures)" in allowed.stderr
     evaluated = cli("evaluate", str(dataset), str(run), "--out", str(tmp_path / "eval"))
-    assert evaluated.returncode == 3 and f"({errors} agent_error); exit code 3" in evaluated.stderr
+    assert evaluated.returncode == 3, (
+        evaluated.stderr
+    )  # the denominator is the run's 6, not the split's
+    assert f"{errors} of 6 episodes failed ({errors} agent_error); exit code 3" in evaluated.stderr
     evaluated = cli(
         "evaluate", str(dataset), str(run), "--out", str(tmp_path / "eval"), "--allow-failures"
     )

@@ -21,6 +21,7 @@ def _records(run: Path) -> dict[str, dict]:
     return {str(r["episode_id"]): r for r in map(orjson.loads, lines)}
 
 
+@pytest.mark.slow
 def test_record_writes_one_mp4_per_episode(dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = CliRunner().invoke(

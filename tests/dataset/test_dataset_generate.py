@@ -25,6 +25,8 @@ from condvln.program.ast import leaf_paths
 from condvln.program.parse import parse
 from condvln.vlnce import SPLITS, split_path
 
+pytestmark = pytest.mark.slow
+
 CONFIG = GenerateConfig(scenes=10, per_scene=40, seed=3, branch_steps=(1, 2, 3))
 """Arms of 1–3 targets, so in-branch subgoals are covered (the default design takes one)."""
 

@@ -230,6 +230,7 @@ def _share(copy: Path, source: str, target: str, how: str) -> None:
         ("test", "val_unseen", "disguised copy"),
     ],
 )
+@pytest.mark.slow
 def test_validate_catches_a_house_shared_by_two_splits(
     dataset: Path, tmp_path: Path, source: str, target: str, how: str
 ) -> None:
@@ -242,6 +243,7 @@ def test_validate_catches_a_house_shared_by_two_splits(
     assert [p for p in problems if "share" in p and wanted in p], problems[-3:]
 
 
+@pytest.mark.slow
 def test_train_and_val_seen_may_share_houses(dataset: Path) -> None:
     train = {e["scene_id"] for e in _read(split_path(dataset, "train"))["episodes"]}
     val_seen = {e["scene_id"] for e in _read(split_path(dataset, "val_seen"))["episodes"]}

@@ -262,6 +262,7 @@ def _check_run(
     return len(paths)
 
 
+@pytest.mark.slow
 def test_trajectories_match_independent_dtw(dataset: Path, truth: dict, tmp_path: Path) -> None:
     rng = random.Random(13)
     scored = 0

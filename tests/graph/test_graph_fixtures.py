@@ -77,6 +77,7 @@ def test_ithor_kitchen_has_expected_stacking_facts():
     assert summary["undecided_per_predicate"]["near"] > 0  # the dead band is populated
 
 
+@pytest.mark.slow
 def test_one_thousand_procedural_houses(tmp_path):
     totals = {"objects": 0, "pairs": 0}
     for seed in range(1000):

@@ -117,6 +117,7 @@ def sample_runs(corpus: Any, base: Any, tmp_path_factory: pytest.TempPathFactory
     return results
 
 
+@pytest.mark.slow
 def test_sample_as_subprocess(sample_case: Any, sample_runs: dict, corpus: Any) -> None:
     ctx, before, kept, result = sample_runs[sample_case.id]
     _check(sample_case, ctx, result, before, corpus)

@@ -81,6 +81,7 @@ def _copy_of(ref: Path, out: Path) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_generate_overwrite_killed_at_random_points(generated: Any, tmp_path: Path) -> None:
     refs, seconds = generated
     expected = {seed: _files(path) for seed, path in refs.items()}
@@ -100,6 +101,7 @@ def test_generate_overwrite_killed_at_random_points(generated: Any, tmp_path: Pa
         state = target
 
 
+@pytest.mark.slow
 def test_generate_overwrite_interrupted_by_ctrl_c(generated: Any, tmp_path: Path) -> None:
     refs, seconds = generated
     out = _copy_of(refs[0], tmp_path / "data")
@@ -147,6 +149,7 @@ def test_swap_without_rename_exchange(tmp_path: Path, monkeypatch: pytest.Monkey
 RUN = ("--agent", "neurosymbolic", "--split", "train", "--limit", "30", "-j", "1", "-q")
 
 
+@pytest.mark.slow
 def test_run_killed_at_random_points_resumes_to_identical_bytes(base: Any, tmp_path: Path) -> None:
     ref = tmp_path / "ref"
     seconds = _finish("run", "--dataset", str(base.full), "--out", str(ref), *RUN)
@@ -193,6 +196,7 @@ def _results(out: Path) -> Any:
     return data
 
 
+@pytest.mark.slow
 def test_benchmark_killed_at_random_points_reruns_identically(tmp_path: Path) -> None:
     ref = tmp_path / "ref"
     seconds = _finish("benchmark", "--out", str(ref), *BENCH)

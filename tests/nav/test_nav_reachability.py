@@ -92,6 +92,7 @@ def _check_seeds(seeds: range) -> list[tuple[int, int, list[str], list[str]]]:
     return results
 
 
+@pytest.mark.slow
 def test_procedural_houses_have_approach_points_or_report_unreachable() -> None:
     workers = max(1, min(2, os.cpu_count() or 1))
     chunks = [range(start, PROCEDURAL_SEEDS, workers) for start in range(workers)]

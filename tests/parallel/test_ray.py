@@ -20,7 +20,7 @@ from condvln.evaluation.evaluate import evaluate_run
 from condvln.io import read_json
 from condvln.parallel import Executor, ordered_map
 
-pytestmark = pytest.mark.usefixtures("ray_cluster")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_cluster")]
 
 RAY = Executor("ray", workers=2)
 RUN_FILES = ("trajectories.jsonl", "predictions.json")

@@ -17,6 +17,8 @@ from condvln.io import dumps_json, read_json
 from condvln.merge import merge_shards
 from condvln.parallel import Shard, parse_shard
 
+pytestmark = pytest.mark.slow
+
 RUN_FILES = ("trajectories.jsonl", "predictions.json")
 
 

@@ -7,8 +7,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import orjson
+import pytest
 
 from condvln.report.html import write_report
+
+pytestmark = pytest.mark.slow
 
 
 class _Resources(HTMLParser):

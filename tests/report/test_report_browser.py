@@ -14,6 +14,8 @@ from PIL import Image
 from condvln.evaluation.tables import COLUMN_KEYS
 from condvln.report.html import PAGE_ROWS
 
+pytestmark = pytest.mark.slow
+
 RUN_ORDER = ("random", "goal_only", "condition_blind", "text_prior", "commonsense_prior",
              "neurosymbolic", "neurosymbolic+noise", "oracle_linear")  # fmt: skip
 TABLE3_CATEGORY = {

@@ -23,6 +23,8 @@ from condvln.evaluation.evaluate import evaluate_run
 from condvln.report.html import write_report
 from condvln.vlnce import split_path
 
+pytestmark = pytest.mark.slow
+
 PAYLOAD = (
     "<script>alert('s')</script></script><img src=x onerror=alert(1)>{{data}}{{ title }}"
     "${alert(2)}`${3}`$x$ $x^$ \"dq\" 'sq' &amp; <!-- -->"

@@ -61,6 +61,7 @@ def test_scene_paths_cannot_leave_the_dataset(tmp_path: Path) -> None:
         scene_file(tmp_path, "../../etc/passwd")
 
 
+@pytest.mark.slow
 def test_viz_draws_the_episode_and_agrees_with_the_evaluator(
     cli, bench: Path, tmp_path: Path
 ) -> None:
@@ -84,6 +85,7 @@ def test_viz_draws_the_episode_and_agrees_with_the_evaluator(
     assert ("success" in text) == bool(record["success"])
 
 
+@pytest.mark.slow
 def test_viz_errors_are_one_line(cli, bench: Path, tmp_path: Path) -> None:
     run = str(bench / "runs" / "random")
     result = cli("viz", run, "--episode", "99999", "--out", str(tmp_path / "x.png"))
@@ -103,6 +105,7 @@ def _episode(bench: Path) -> int:
     return next(r for r in records if r["subgoals_total"] and r["n_branches"] > 2)["episode_id"]
 
 
+@pytest.mark.slow
 def test_viz_writes_the_format_its_suffix_names(cli, bench: Path, tmp_path: Path) -> None:
     run, episode = str(bench / "runs" / "condition_blind"), str(_episode(bench))
     sized = ("--size", "8x6", "--dpi", "50")
@@ -142,6 +145,7 @@ def _boxes(fig, ax) -> list:
     return boxes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("crop", ["scene", "room"])
 def test_map_labels_never_overlap_in_the_saved_figure(bench: Path, crop: str) -> None:
     records = _records(bench, "condition_blind")
@@ -175,6 +179,7 @@ def test_map_labels_never_overlap_in_the_saved_figure(bench: Path, crop: str) ->
     assert shown > 20  # room and object names are placed, not all dropped
 
 
+@pytest.mark.slow
 def test_room_crop_is_smaller_than_the_house_for_some_episode(bench: Path) -> None:
     cropped = []
     for record in _records(bench, "condition_blind")[:40]:
@@ -186,6 +191,7 @@ def test_room_crop_is_smaller_than_the_house_for_some_episode(bench: Path) -> No
     assert any(cropped)  # some episode keeps to a few rooms
 
 
+@pytest.mark.slow
 def test_no_labels_keeps_only_goal_and_subgoal_labels(bench: Path) -> None:
     navigator, figure, path = load_episode(bench / "runs" / "condition_blind", _episode(bench))
     fig, placed = episode_plot(

@@ -322,6 +322,7 @@ def test_wall_mounted_objects_touch_a_wall_and_overlap_nothing(houses: list[Scen
     assert list(_failures(houses, check)) == []
 
 
+@pytest.mark.slow
 def test_every_room_is_walkable(houses: list[Scene]) -> None:
     def check(scene: Scene) -> Iterator[str]:
         for room in scene.rooms:
@@ -378,6 +379,7 @@ def test_export_load_round_trip_is_exact(houses: list[Scene]) -> None:
     assert broken == []
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_bytes(houses: list[Scene]) -> None:
     differing = [
         s

@@ -213,6 +213,7 @@ def test_below_chance_beyond_the_limit_fails_and_within_it_passes() -> None:
         assert (len(found) == len(PROBES) - 2) is failing, accuracy
 
 
+@pytest.mark.slow
 def test_audit_command_scores_val_unseen_and_test_and_writes_the_report(tmp_path, cli) -> None:
     """``--split val_unseen,test`` reads test with its answers; ``--out`` writes the report the
     table was printed from, and the exit code follows its violations."""

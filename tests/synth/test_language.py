@@ -314,6 +314,7 @@ def _episodes(folder: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return out
 
 
+@pytest.mark.slow
 def test_dataset_reads_like_directions(dataset: Path) -> None:
     episodes = _episodes(dataset)
     assert len(episodes) > 100
@@ -334,6 +335,7 @@ def test_dataset_reads_like_directions(dataset: Path) -> None:
     assert compass <= 0.15 * len(episodes)
 
 
+@pytest.mark.slow
 def test_stats_report_words_vocabulary_and_templates(dataset: Path) -> None:
     stats = json.loads((dataset / "stats.json").read_text())
     words = stats["instruction_words"]

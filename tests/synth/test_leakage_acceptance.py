@@ -22,6 +22,8 @@ from condvln.synth.audit import Tolerances, leakage_audit, violations
 from condvln.synth.priors import condition_type, group_of, labelled_conditions
 from condvln.vlnce import load_split, split_path
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def benchmark_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -17,6 +17,8 @@ from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.dataset.schema import load_checked_split
 from condvln.synth.audit import Tolerances, leakage_audit, violations
 
+pytestmark = pytest.mark.slow
+
 EVALUATED = ("val_unseen", "test")
 
 

@@ -61,6 +61,7 @@ def test_evidence_is_judged_from_the_last_waypoint_before_the_decision() -> None
     assert judged["visible"] > 0 and judged["hidden"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("scenes", "per_scene"), [(3, 10), (10, 10), (20, 10), (20, 20)])
 def test_small_configs_keep_seventy_percent_and_every_category(
     tmp_path: Path, scenes: int, per_scene: int

@@ -28,6 +28,8 @@ from condvln.synth.pipeline import scene_seed
 from condvln.synth.sampler import COMPOSITIONS, OBSERVABILITIES, Instance
 from condvln.synth.shapes import SKELETONS
 
+pytestmark = pytest.mark.slow
+
 HOUSES = 1000
 PER_HOUSE = 3
 

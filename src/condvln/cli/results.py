@@ -118,7 +118,8 @@ def evaluate_command(  # long: one line per command-line option
     )
     console.print(render_summary(result))
     counts = result["metrics"]["counts"]
-    exit_on_failures(counts["agent_failures"], s.allow_failures, counts["episodes"])
+    # failures are among the episodes the run predicted (a --limit run predicts a few)
+    exit_on_failures(counts["agent_failures"], s.allow_failures, counts["scored"])
 
 
 @app.command("metrics")

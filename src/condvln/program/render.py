@@ -53,6 +53,18 @@ from condvln.program.templates import (
 )
 
 _NAME = re.compile(rf"{WORD_PATTERN}(?: {WORD_PATTERN})*")
+_PARSED_NAMES: dict[int, tuple[Templates, re.Pattern[str]]] = {}
+
+
+def _parsed_name(t: Templates) -> re.Pattern[str]:
+    """The parser's name pattern for ``t`` (:attr:`Templates.name_pattern`: a name stops before
+    a reserved word and before the words a template puts after a name), compiled once."""
+    held = _PARSED_NAMES.get(id(t))
+    if held is None or held[0] is not t:
+        held = _PARSED_NAMES[id(t)] = (t, re.compile(t.name_pattern))
+    return held[1]
+
+
 _SENTENCE_START = re.compile(r"(^|[.] )([a-z])")
 
 Seed = np.random.Generator | int
@@ -167,11 +179,16 @@ def _ladder(node: If) -> list[If]:
 def renderable_name(text: str, templates: Templates | None = None) -> bool:
     """Whether an object or room name can appear in an instruction (and parse back).
 
+    A name may hold template words ("of", "in", "north") but no reserved word and none of the
+    phrases a template puts right after a name ("in it", "has a"), where the parser would end it.
+
     >>> renderable_name("coffee table"), renderable_name("salt and pepper shaker")
     (True, False)
+    >>> renderable_name("box in the corner"), renderable_name("lamp in it")
+    (False, False)
     """
     t = templates or load_templates()
-    return bool(_NAME.fullmatch(text)) and not t.reserved & set(text.split())
+    return bool(_parsed_name(t).fullmatch(text)) and not t.reserved & set(text.split())
 
 
 @functools.cache
@@ -203,8 +220,10 @@ class _Renderer:
 
     def name(self, text: str) -> str:
         bad = self.t.reserved & set(text.split())
-        if not _NAME.fullmatch(text) or bad:
+        if not _parsed_name(self.t).fullmatch(text) or bad:
             why = f"reserved word {sorted(bad)[0]!r}" if bad else "lower-case words only"
+            if not bad and _NAME.fullmatch(text):
+                why = "it holds words a template puts right after a name (e.g. 'in it')"
             raise ValidationError(f"name {text!r} cannot be rendered: {why}")
         return text
 
