@@ -6,11 +6,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 
-from condvln.dataset.card import requested_vs_produced
+from condvln.dataset.card import requested_vs_produced, split_workload, workload_warnings
 from condvln.dataset.generate import GenerateConfig, requested_episodes
+from condvln.dataset.schema import load_checked_split
 
 CATEGORIES = ("simple", "nested", "deep_nested", "chain", "long_chain", "nested_chain")
 
@@ -125,3 +127,58 @@ def test_the_card_carries_the_same_counts(tiny: tuple[Path, Any]) -> None:
     assert "| **all** | " in card and f"| {total['produced']} / 30 |" in card
     for warning in stats["warnings"]:
         assert f"- {warning}" in card
+
+
+def _walk(category: str, subgoals: int, metres: float) -> dict[str, Any]:
+    """An episode whose gold path has ``subgoals`` + 1 targets and a straight reference."""
+    info = {"category": category, "subgoals": [{}] * subgoals}
+    return {"info": {"condvln": info}, "reference_path": [[0.0, 0.0, 0.0], [metres, 0.0, 0.0]]}
+
+
+def test_workload_gaps_beyond_the_limits_are_warned_for_unseen_splits() -> None:
+    even = [_walk("simple", 1, 10.0), _walk("chain", 1, 10.5)]  # 0 targets, 5 % apart
+    uneven = [_walk("simple", 1, 10.0), _walk("simple", 0, 10.0), _walk("chain", 0, 13.0)]
+    workload = {"train": split_workload(uneven), "val_unseen": split_workload(uneven),
+                "test": split_workload(even)}  # fmt: skip
+    assert workload["val_unseen"] == {
+        "categories": {
+            "chain": {"episodes": 1, "targets": 1.0, "length_m": 13.0},
+            "simple": {"episodes": 2, "targets": 1.5, "length_m": 10.0},
+        },
+        "gaps": {"targets": 0.5, "length": 0.3},
+    }
+    assert workload["test"]["gaps"] == {"targets": 0.0, "length": 0.05}
+    assert workload_warnings(workload) == [  # train is not judged: results are on unseen splits
+        "val_unseen: the Table-1 categories differ in mean gold-path targets by 0.50 (limit 0.2) "
+        "and mean path lengths by 30 % (limit 10 %), so depth and chain are not read apart from "
+        "walking at this size (per-category workload in stats.json; --scenes 80 --per-scene 50 "
+        "keeps val_unseen within both)"
+    ]
+
+
+def test_the_card_states_each_splits_workload(tiny: tuple[Path, Any]) -> None:
+    out, _ = tiny
+    stats = orjson.loads((out / "stats.json").read_bytes())
+    for split, produced in stats["splits"].items():
+        if not produced:
+            assert stats["workload"][split] == {
+                "categories": {},
+                "gaps": {"targets": 0.0, "length": 0.0},
+            }
+            continue
+        rows: dict[str, list[tuple[int, float]]] = {}
+        for episode in load_checked_split(out, split).episodes:  # test merged with its answers
+            info = episode["info"]["condvln"]
+            path = np.asarray(episode["reference_path"])
+            length = float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
+            rows.setdefault(info["category"], []).append((len(info["subgoals"]) + 1, length))
+        card = stats["workload"][split]["categories"]
+        assert sum(c["episodes"] for c in card.values()) == produced
+        for category, cells in rows.items():
+            assert card[category]["episodes"] == len(cells)
+            assert card[category]["targets"] == pytest.approx(
+                np.mean([t for t, _ in cells]), abs=1e-4
+            )
+            assert card[category]["length_m"] == pytest.approx(
+                np.mean([m for _, m in cells]), abs=1e-4
+            )

@@ -13,6 +13,7 @@ from condvln.program.parse import tokenize
 from condvln.program.render import MAX_WORDS, word_count
 from condvln.program.templates import SLOTS, load_templates
 from condvln.synth.audit import Tolerances, judgeable_count, sampling_margin
+from condvln.synth.workload import LIMITS
 from condvln.vlnce import SPLITS
 
 REQUESTED_NOTE = (
@@ -84,6 +85,67 @@ def _resolution_warning(evaluated: int) -> list[str]:
         f"±{Tolerances().overall:g} pp leak from noise: the leakage audit can only judge "
         f"blind probes to ±{margin:.1f} pp here (smallest size measured safe: {SAFE_SIZE})"
     ]
+
+
+def split_workload(episodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Navigation workload per Table-1 category of one split: episodes, mean targets on the
+    gold path (subgoals + goal) and mean reference-path length, and the largest gaps between
+    two categories (``targets``: difference of means; ``length``: ratio − 1 of means).
+
+    >>> ep = lambda cat, subgoals, x: {"reference_path": [[0, 0, 0], [x, 0, 0]],
+    ...     "info": {"condvln": {"category": cat, "subgoals": [{}] * subgoals}}}
+    >>> split_workload([ep("simple", 1, 8.0), ep("chain", 0, 5.0), ep("chain", 0, 5.0)])["gaps"]
+    {'targets': 1.0, 'length': 0.6}
+    """
+    rows: dict[str, list[tuple[int, float]]] = {}
+    for episode in episodes:
+        info = episode["info"]["condvln"]
+        targets = len(info["subgoals"]) + 1
+        rows.setdefault(info["category"], []).append(
+            (targets, path_length(episode["reference_path"]))
+        )
+    means = {
+        name: (float(np.mean([t for t, _ in r])), float(np.mean([m for _, m in r])), len(r))
+        for name, r in rows.items()
+    }
+    gaps = {"targets": 0.0, "length": 0.0}
+    if len(means) > 1:
+        targets = [t for t, _, _ in means.values()]
+        lengths = [m for _, m, _ in means.values()]
+        gaps = {
+            "targets": round(max(targets) - min(targets), 4),
+            "length": round(max(lengths) / min(lengths) - 1.0, 4) if min(lengths) > 0 else 0.0,
+        }
+    categories = {
+        name: {"episodes": n, "targets": round(t, 4), "length_m": round(m, 4)}
+        for name, (t, m, n) in sorted(means.items())
+    }
+    return {"categories": categories, "gaps": gaps}
+
+
+def workload_warnings(workload: dict[str, Any]) -> list[str]:
+    """A warning per unseen split (val_unseen, test) whose categories differ in workload
+    (:func:`split_workload`) beyond :data:`~condvln.synth.workload.LIMITS`."""
+    warnings = []
+    for split in UNSEEN_SPLITS:
+        gaps = workload.get(split, {}).get("gaps", {})
+        over = []
+        if gaps.get("targets", 0.0) > LIMITS["targets"]:
+            over.append(
+                f"mean gold-path targets by {gaps['targets']:.2f} (limit {LIMITS['targets']:g})"
+            )
+        if gaps.get("length", 0.0) > LIMITS["length"]:
+            over.append(
+                f"mean path lengths by {100 * gaps['length']:.0f} % "
+                f"(limit {100 * LIMITS['length']:g} %)"
+            )
+        if over:
+            warnings.append(
+                f"{split}: the Table-1 categories differ in {' and '.join(over)}, so depth and "
+                f"chain are not read apart from walking at this size (per-category workload in "
+                f"stats.json; {SAFE_SIZE} keeps val_unseen within both)"
+            )
+    return warnings
 
 
 def requested_vs_produced(
@@ -162,6 +224,8 @@ def dataset_stats(
         )
     }
     versus, warnings = requested_vs_produced(splits, requested, rejections)
+    workload = {s: split_workload([e for e, _, _ in splits[s]]) for s in sorted(splits)}
+    warnings += workload_warnings(workload)
     return {
         "episodes": len(records),
         "splits": {s: len(splits[s]) for s in sorted(splits)},
@@ -171,6 +235,7 @@ def dataset_stats(
         "counts": counts,
         "counterfactual_pairs": sum(1 for i in infos if i["pair_id"]) // 2,
         "branch_balance": synth.report,
+        "workload": workload,
         "reference_path_length_m": _distribution(
             [path_length(e["reference_path"]) for e, _, _ in records]
         ),

@@ -20,6 +20,11 @@ import numpy as np
 
 from condvln.synth.sampler import Instance
 
+LIMITS = {"targets": 0.2, "length": 0.10}
+"""Largest gap between two Table-1 categories of a split in mean gold-path targets (a
+difference) and in mean gold-path length (ratio − 1) at which depth and chain are read apart
+from walking (issue 26): the dataset card warns for an unseen split beyond either."""
+
 TARGET_TOLERANCE = 0.06
 """How far a category's mean gold-path target count may sit from the stratum's target."""
 
