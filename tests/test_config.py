@@ -218,6 +218,7 @@ def test_generate_stamps_the_effective_configuration(generated: tuple[Path, Path
     assert info["config"] == config and info["config_hash"] == stats["config_hash"]
 
 
+@pytest.mark.slow
 def test_step_budget_keys_change_the_budget(generated: tuple[Path, Path], tmp_path: Path) -> None:
     """The same episodes with the default 24 steps per target instead of 0: every budget grows
     by 24 × the targets of the longest branch (its waypoints plus its arm's targets)."""

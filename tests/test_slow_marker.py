@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SLOW_FILE = "tests/synth/test_leakage_acceptance.py"  # every test of it is marked slow
+SLOW_FILE = "tests/report/test_report.py"  # every test of it is marked slow
 
 
 def _collected(*args: str, ci: str | None) -> str:
@@ -27,9 +27,9 @@ def _collected(*args: str, ci: str | None) -> str:
 
 def test_slow_tests_are_left_out_unless_asked_for() -> None:
     local = _collected(ci=None)
-    assert "test_leakage_acceptance.py::" not in local and " deselected" in local
-    assert "test_leakage_acceptance.py::" in _collected("--slow", ci=None)
+    assert "test_report.py::" not in local and " deselected" in local
+    assert "test_report.py::" in _collected("--slow", ci=None)
 
 
 def test_ci_runs_the_slow_tests() -> None:
-    assert "test_leakage_acceptance.py::" in _collected(ci="true")
+    assert "test_report.py::" in _collected(ci="true")

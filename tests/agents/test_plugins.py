@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 PLUGINS = Path(__file__).resolve().parents[1] / "data" / "plugins"
 
@@ -63,6 +64,7 @@ def test_a_plugin_agent_runs_by_name(dataset: Path, tmp_path: Path) -> None:
     assert all(r["stop"] and r["status"] == "ok" and r["agent"] == "echo" for r in records)
 
 
+@pytest.mark.slow
 def test_a_plugin_metric_is_listed_scored_and_aggregated(dataset: Path, tmp_path: Path) -> None:
     listed = _condvln("metrics")
     assert listed.returncode == 0, listed.stderr

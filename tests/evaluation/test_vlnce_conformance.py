@@ -275,6 +275,7 @@ def test_trajectories_match_independent_dtw(dataset: Path, truth: dict, tmp_path
     assert scored >= 200
 
 
+@pytest.mark.slow
 def test_ndtw_threshold_option_and_cli(dataset: Path, truth: dict, tmp_path: Path, cli) -> None:
     rng = random.Random(5)
     paths = {k: _variant("noisy", t["locations"], t, rng) for k, t in truth["train"].items()}
