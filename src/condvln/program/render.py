@@ -53,18 +53,6 @@ from condvln.program.templates import (
 )
 
 _NAME = re.compile(rf"{WORD_PATTERN}(?: {WORD_PATTERN})*")
-_PARSED_NAMES: dict[int, tuple[Templates, re.Pattern[str]]] = {}
-
-
-def _parsed_name(t: Templates) -> re.Pattern[str]:
-    """The parser's name pattern for ``t`` (:attr:`Templates.name_pattern`: a name stops before
-    a reserved word and before the words a template puts after a name), compiled once."""
-    held = _PARSED_NAMES.get(id(t))
-    if held is None or held[0] is not t:
-        held = _PARSED_NAMES[id(t)] = (t, re.compile(t.name_pattern))
-    return held[1]
-
-
 _SENTENCE_START = re.compile(r"(^|[.] )([a-z])")
 
 Seed = np.random.Generator | int
@@ -188,7 +176,7 @@ def renderable_name(text: str, templates: Templates | None = None) -> bool:
     (False, False)
     """
     t = templates or load_templates()
-    return bool(_parsed_name(t).fullmatch(text)) and not t.reserved & set(text.split())
+    return bool(t.name_regex.fullmatch(text)) and not t.reserved & set(text.split())
 
 
 @functools.cache
@@ -220,7 +208,7 @@ class _Renderer:
 
     def name(self, text: str) -> str:
         bad = self.t.reserved & set(text.split())
-        if not _parsed_name(self.t).fullmatch(text) or bad:
+        if not self.t.name_regex.fullmatch(text) or bad:
             why = f"reserved word {sorted(bad)[0]!r}" if bad else "lower-case words only"
             if not bad and _NAME.fullmatch(text):
                 why = "it holds words a template puts right after a name (e.g. 'in it')"

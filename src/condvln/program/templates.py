@@ -156,6 +156,11 @@ class Templates(BaseModel):
         stop = "|".join(stops)
         return f"(?!{stop}){WORD_PATTERN}(?: (?!{stop}){WORD_PATTERN})*"
 
+    @functools.cached_property
+    def name_regex(self) -> re.Pattern[str]:
+        """:attr:`name_pattern`, compiled (once per templates)."""
+        return re.compile(self.name_pattern)
+
     def _glue_after_names(self) -> set[str]:
         """Non-reserved words a template puts right after a name, with the word that ends them."""
         glue = set()
