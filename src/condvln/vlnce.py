@@ -30,7 +30,13 @@ from condvln.errors import FormatError
 from condvln.io import atomic_write_bytes, read_json, resolve_path
 from condvln.program.parse import tokenize
 
-SPLITS = ("train", "val_seen", "val_unseen", "test")
+SPLITS = ("train", "val_seen", "val_unseen", "test", "pairs")
+"""Dataset splits. ``pairs`` is the diagnostic split of counterfactual minimal pairs (both
+members; scored per pair), so no other evaluation split holds a pair; datasets written before
+it existed, or by other tools, may lack it (:data:`OPTIONAL_SPLITS`)."""
+
+OPTIONAL_SPLITS = ("pairs",)
+"""Splits a dataset folder may lack (readers treat a missing one as empty)."""
 SPECIAL_WORDS = ("<pad>", "<unk>", "<s>", "</s>")
 UNK_INDEX = 1
 

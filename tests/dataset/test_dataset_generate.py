@@ -373,3 +373,85 @@ def test_validate_rederives_in_branch_subgoals(dataset: Path, tmp_path: Path) ->
         f"episode {episode_id}: field 'info.condvln.program': branch_subgoals" in p
         for p in problems
     ), problems[:3]
+
+
+def _pair_ids(root: Path, split: str) -> Counter[str]:
+    labels = [e["info"]["condvln"] for e in _read(split_path(root, split))["episodes"]]
+    if split == "test":  # test episodes carry no labels; their answers do
+        labels = [a["info"]["condvln"] for a in _read(split_path(root, split, "_answers")).values()]
+    return Counter(str(i["pair_id"]) for i in labels if i.get("pair_id") is not None)
+
+
+def test_counterfactual_pairs_are_whole_and_in_no_evaluation_split(dataset: Path) -> None:
+    """Issue 26 item 5: the pairs of the val_seen share form the ``pairs`` split (both members,
+    which share a house and a start and differ in their gold leaf); val_seen, val_unseen and
+    test hold no pair member; train keeps its own pairs, none shared with ``pairs``."""
+    pairs = _pair_ids(dataset, "pairs")
+    assert pairs and set(pairs.values()) == {2}, pairs
+    for split in ("val_seen", "val_unseen", "test"):
+        assert not _pair_ids(dataset, split), split
+    assert _pair_ids(dataset, "train") and not set(_pair_ids(dataset, "train")) & set(pairs)
+    members: dict[str, list[dict]] = {}
+    for episode in _read(split_path(dataset, "pairs"))["episodes"]:
+        members.setdefault(episode["info"]["condvln"]["pair_id"], []).append(episode)
+    train_houses = {e["scene_id"] for e in _read(split_path(dataset, "train"))["episodes"]}
+    for a, b in members.values():
+        assert a["scene_id"] == b["scene_id"] and a["scene_id"] in train_houses
+        assert a["start_position"] == b["start_position"]
+        assert a["info"]["condvln"]["leaf_index"] != b["info"]["condvln"]["leaf_index"]
+
+
+def test_validate_refuses_a_pair_member_outside_train_and_pairs(
+    dataset: Path, tmp_path: Path
+) -> None:
+    """A pair member moved to val_seen (the layout before the pairs split) and the pair it
+    left half in ``pairs``: validate names both; a dataset without a pairs folder (older, or
+    another tool's) is still valid."""
+    copy = tmp_path / "moved"
+    shutil.copytree(dataset, copy)
+    pairs, val_seen = (_read(split_path(copy, s)) for s in ("pairs", "val_seen"))
+    pairs_gt, val_seen_gt = (_read(split_path(copy, s, "_gt")) for s in ("pairs", "val_seen"))
+    moved = pairs["episodes"].pop(0)
+    val_seen["episodes"].append(moved)
+    val_seen_gt[str(moved["episode_id"])] = pairs_gt.pop(str(moved["episode_id"]))
+    for split, doc, gt in (("pairs", pairs, pairs_gt), ("val_seen", val_seen, val_seen_gt)):
+        split_path(copy, split).write_bytes(gzip.compress(orjson.dumps(doc)))
+        split_path(copy, split, "_gt").write_bytes(gzip.compress(orjson.dumps(gt)))
+    pair = moved["info"]["condvln"]["pair_id"]
+    problems = validate_dataset(copy).problems
+    assert f"val_seen: episode {moved['episode_id']}: field 'info.condvln.pair_id': pair {pair} in an evaluation split (pairs belong in the pairs split)" in problems  # fmt: skip
+    assert f"pairs: pair {pair} has 1 member(s), not 2" in problems
+    assert any(p.startswith(f"pair {pair} is in splits ") for p in problems)
+    without = tmp_path / "without"
+    shutil.copytree(dataset, without)
+    shutil.rmtree(without / "pairs")
+    report = validate_dataset(without)
+    assert report.ok and "pairs" not in report.episodes, report.problems[:3]
+
+
+def test_evaluate_on_pairs_headlines_pair_consistency(dataset: Path, tmp_path: Path) -> None:
+    """``condvln evaluate --split pairs``: a replay of the reference paths gets every pair
+    right (pair consistency 1 over all pairs), and the summary leads with it."""
+    doc = _read(split_path(dataset, "pairs"))
+    replay = {
+        str(e["episode_id"]): [
+            {"position": p, "heading": 0.0, "stop": k == len(e["reference_path"]) - 1}
+            for k, p in enumerate(e["reference_path"])
+        ]
+        for e in doc["episodes"]
+    }
+    predictions = tmp_path / "predictions.json"
+    predictions.write_bytes(orjson.dumps(replay))
+    run = [sys.executable, "-m", "condvln", "evaluate", str(dataset), str(predictions)]
+    result = subprocess.run(
+        [*run, "--out", str(tmp_path / "eval"), "--split", "pairs"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    metrics = orjson.loads((tmp_path / "eval" / "metrics.json").read_bytes())
+    consistency = metrics["pair_consistency"]
+    assert (consistency["mean"], consistency["n"]) == (1.0, len(doc["episodes"]) // 2)
+    first = [line for line in result.stdout.splitlines() if line.strip()][1]
+    assert first.strip().startswith("pair_consistency (both members CSR_all): 1.000")

@@ -464,3 +464,22 @@ def test_tables_with_two_runs() -> None:
     single = table3([("oracle", good[:1])])  # one source: the paper's unprefixed groups
     assert [g for g, _ in single.groups] == cells
     assert "100.00" in t3.to_markdown() and t3.to_rich().row_count == 2
+
+
+def test_table3_legend_states_each_cells_workload() -> None:
+    """Issue 26 item 4: Table 3's legend gives each depth / chain cell's mean gold-path
+    targets and reference length, and the largest gaps, counting an episode once however many
+    runs scored it."""
+    cell = {"episode_id": 0, "depth": 1, "chain": 1, "subgoals_total": 0, "reference_path_length": 8.0}  # fmt: skip
+    records = [
+        cell,
+        cell | {"episode_id": 1, "subgoals_total": 2, "reference_path_length": 12.0},
+        cell | {"episode_id": 2, "depth": 3, "subgoals_total": 1, "reference_path_length": 11.0},
+    ]
+    table = table3([("a", records), ("b", records[:2])])
+    line = table.to_markdown().splitlines()[-1]
+    assert line == (
+        "Gold-path workload per cell (mean targets / mean reference length): d=1,ℓ=1 2.00 / "
+        "10.0 m, d=3,ℓ=1 2.00 / 11.0 m; largest gaps 0.00 targets and 10.0 %"
+    )
+    assert table.to_markdown().splitlines()[-3].startswith("BSA (paper) and CSR (paper)")

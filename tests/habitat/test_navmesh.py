@@ -18,6 +18,7 @@ from condvln.habitat.navmesh import REPORT_FILE, bake_navmeshes
 from condvln.habitat.semantics import DATASET_CONFIG
 from condvln.nav import ExactNavigator
 from condvln.scene.serialize import load_scene
+from condvln.vlnce import SPLITS
 
 
 def test_without_habitat_sim_one_line_naming_what_to_install(habitat_dataset: Path, cli) -> None:
@@ -93,7 +94,7 @@ def test_bakes_one_navmesh_per_scene_and_remeasures_every_episode(
     report = bake_navmeshes(dataset)
     episodes = [
         ep
-        for split in ("train", "val_seen", "val_unseen", "test")
+        for split in SPLITS
         for ep in orjson.loads(
             gzip.decompress((dataset / split / f"{split}.json.gz").read_bytes())
         )["episodes"]

@@ -84,10 +84,10 @@ def test_every_category_is_in_every_split(benchmark_dataset: Path) -> None:
 
 
 def _split_groups(root: Path) -> dict[str, list[dict[str, Any]]]:
-    """The episodes of each split group (seen = train + val_seen, val_unseen, test with its
-    answers): the units balancing works in."""
+    """The episodes of each split group (seen = train + val_seen + pairs, val_unseen, test with
+    its answers): the units balancing works in."""
     groups: dict[str, list[dict[str, Any]]] = {"seen": [], "val_unseen": [], "test": []}
-    for split in ("train", "val_seen", "val_unseen"):
+    for split in ("train", "val_seen", "pairs", "val_unseen"):
         groups["seen" if split != "val_unseen" else split] += load_split(root, split)["episodes"]
     answers = orjson.loads(gzip.decompress(split_path(root, "test", "_answers").read_bytes()))
     groups["test"] = [{"info": entry["info"]} for entry in answers.values()]

@@ -19,7 +19,8 @@ from condvln.vlnce import SPLITS
 REQUESTED_NOTE = (
     "requested = per_scene × the split's scenes (seen scenes are shared by train and val_seen by "
     "val_seen_share), spread evenly over the six Table 1 categories; minimal-pair siblings come "
-    "on top, so a split can exceed its request"
+    "on top in train, so it can exceed its request; the pairs of the val_seen share form the "
+    "pairs split (requested 0: it holds siblings only)"
 )
 
 
@@ -65,6 +66,10 @@ def _spread(total: int, n: int) -> list[int]:
     """``total`` split into ``n`` near-equal integer parts (larger ones first)."""
     return [total // n + (1 if k < total % n else 0) for k in range(n)]
 
+
+ON_TOP = ("pairs",)
+"""Splits of minimal-pair siblings, which come on top of the request: counted, never warned
+about."""
 
 UNSEEN_SPLITS = ("val_unseen", "test")
 """The splits of unseen houses, on which ``condvln audit --leakage`` judges the blind probes."""
@@ -168,6 +173,8 @@ def requested_vs_produced(
             for name, r in zip(names, _spread(want, len(names)), strict=True)
         }
         table[split] = {"requested": want, "produced": sum(made.values()), "categories": cats}
+        if split in ON_TOP:
+            continue
         if want == 0:
             warnings.append(f"split {split} is empty: no scene was assigned to it")
             continue
@@ -298,7 +305,9 @@ def dataset_card(stats: dict[str, Any]) -> str:
         "VLN-CE `R2RVLN-v1` format: `{split}/{split}.json.gz` with `instruction_vocab`, ground "
         "truth actions in `{split}/{split}_gt.json.gz`, the test answers in "
         "`test/test_answers.json.gz`, and the scenes in `scenes/`. CondVLN's labels are under "
-        "each episode's `info.condvln`.\n",
+        "each episode's `info.condvln`. `pairs` holds counterfactual minimal pairs of the seen "
+        "houses (both members, which differ in one condition of opposite truth; score it per "
+        "pair); no other evaluation split holds a pair member.\n",
         _table("split", stats["splits"]),
         _versus_table(stats["requested_vs_produced"]),
     ]

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter
+import os
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from condvln.scene.identity import scene_fingerprint
 from condvln.scene.model import Scene
 from condvln.scene.serialize import load_scene
 from condvln.vlnce import (
+    OPTIONAL_SPLITS,
     SPLITS,
     encode,
     load_scene_index,
@@ -290,8 +292,43 @@ def _episode_problems(
     return problems + _check_labels(ep, scene, nav, exact) + _check_gt(ep, gt)
 
 
-SHARING_ALLOWED = {frozenset(("train", "val_seen"))}
-"""Split pairs that may share houses (val_seen: other instructions in the training houses)."""
+SHARING_ALLOWED = {frozenset(p) for p in itertools.combinations(("train", "val_seen", "pairs"), 2)}
+"""Split pairs that may share houses (val_seen and pairs: other instructions in the training
+houses)."""
+
+PAIRLESS = ("val_seen", "val_unseen", "test")
+"""Evaluation splits that hold no counterfactual pair member (a reader comparing siblings
+would guess their branches): pairs live in ``pairs`` (and in train)."""
+
+
+def _pair_id(ep: Any, answer: Any) -> str | None:
+    """An episode's ``info.condvln.pair_id`` (a test episode's from its answer), if any."""
+    for source in (ep, answer):
+        if isinstance(source, dict) and isinstance(source.get("info"), dict):
+            labels = source["info"].get("condvln")
+            if isinstance(labels, dict) and labels.get("pair_id") is not None:
+                return str(labels["pair_id"])
+    return None
+
+
+def _pair_problems(pairs: dict[str, dict[str, list[Any]]]) -> list[str]:
+    """``pairs[split][pair_id]``: episode ids. No pair member in a :data:`PAIRLESS` split, a
+    pair id in one split only, and every pair of ``pairs`` exactly two episodes."""
+    problems = []
+    owner: dict[str, str] = {}
+    for split, members in pairs.items():
+        for pair, ids in sorted(members.items()):
+            if pair in owner:
+                problems.append(f"pair {pair} is in splits {owner[pair]} and {split}")
+            owner.setdefault(pair, split)
+            if split in PAIRLESS:
+                problems.append(
+                    f"{split}: episode {ids[0]}: field 'info.condvln.pair_id': pair {pair} in "
+                    "an evaluation split (pairs belong in the pairs split)"
+                )
+            elif split == "pairs" and len(ids) != 2:
+                problems.append(f"pairs: pair {pair} has {len(ids)} member(s), not 2")
+    return problems
 
 
 def _scene_disjointness(root: Path, houses: dict[str, dict[str, str]]) -> list[str]:
@@ -330,10 +367,12 @@ def validate_dataset(
 ) -> ValidationReport:
     """Check every split of the dataset at ``root``; never raises on bad content.
 
-    Every split of :data:`~condvln.vlnce.SPLITS` must be present (a missing file, a
-    folder or a dangling symlink in its place is a problem), and the seen, val_unseen and test
-    splits must be scene-disjoint: no two splits but train and val_seen share a habitat scene id
-    or a house (:func:`~condvln.scene.identity.scene_fingerprint` of the scene file).
+    Every split of :data:`~condvln.vlnce.SPLITS` but the optional ones must be present (a
+    missing file, a folder or a dangling symlink in its place is a problem), and the seen,
+    val_unseen and test splits must be scene-disjoint: no two splits but train, val_seen and
+    pairs share a habitat scene id or a house
+    (:func:`~condvln.scene.identity.scene_fingerprint` of the scene file). Counterfactual pairs
+    are whole and only in train or ``pairs`` (:func:`_pair_problems`).
     ``progress(label, total)`` returns an ``advance()`` callback, called once per episode.
     """
     root = Path(root)
@@ -343,7 +382,10 @@ def validate_dataset(
         return report
     scenes = _SceneCache(root)
     houses: dict[str, dict[str, str]] = {}
+    pairs: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for split in SPLITS:
+        if split in OPTIONAL_SPLITS and not os.path.lexists(root / split):
+            continue
         try:
             doc = load_split(root, split)
             suffix = "_answers" if split == "test" else "_gt"
@@ -372,6 +414,11 @@ def validate_dataset(
                 found.append(("test_answers", "no answer for this episode"))
             found += _episode_problems(ep, split == "test", vocab, gt, scenes)
             houses.setdefault(split, {}).update(_houses(ep, scenes))
+            pair = _pair_id(ep, gt if split == "test" else None)
+            if pair is not None:
+                pairs[split][pair].append(eid)
+            elif split == "pairs":
+                found.append(("info.condvln.pair_id", "missing: the pairs split holds pairs only"))
             report.problems.extend(f"{split}: episode {eid}: field '{f}': {m}" for f, m in found)
-    report.problems += _scene_disjointness(root, houses)
+    report.problems += _scene_disjointness(root, houses) + _pair_problems(pairs)
     return report

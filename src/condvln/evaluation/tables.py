@@ -35,6 +35,7 @@ Render with :meth:`ResultTable.to_markdown`, :meth:`ResultTable.to_csv` or
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -106,6 +107,39 @@ SCALING_CELLS = (
 """Table 3 column groups: (sweep, depth d, chain length ℓ)."""
 
 
+def workload_legend(records: Sequence[Record]) -> str:
+    """Table 3's workload line: per depth / chain cell, the episodes' mean targets on the gold
+    path (subgoals and goal) and mean reference-path length, and the largest gaps between two
+    cells, so a reader sees whether the columns differ in their logic only (issue 26). Episodes
+    are counted once however many runs scored them.
+
+    >>> recs = [{"episode_id": 1, "depth": 1, "chain": 1, "subgoals_total": 1,
+    ...          "reference_path_length": 10.0},
+    ...         {"episode_id": 2, "depth": 2, "chain": 1, "subgoals_total": 1,
+    ...          "reference_path_length": 10.5}]
+    >>> workload_legend(recs)
+    'Gold-path workload per cell (mean targets / mean reference length): d=1,ℓ=1 2.00 / 10.0 m, d=2,ℓ=1 2.00 / 10.5 m; largest gaps 0.00 targets and 5.0 %'
+    """
+    episodes = {r.get("episode_id"): r for r in records}.values()
+    cells = []
+    for _, depth, chain in SCALING_CELLS:
+        chosen = [r for r in episodes if r.get("depth") == depth and r.get("chain") == chain]
+        lengths = [r["reference_path_length"] for r in chosen if r.get("reference_path_length")]
+        if chosen and lengths:
+            targets = sum(r.get("subgoals_total", 0) + 1 for r in chosen) / len(chosen)
+            cells.append((f"d={depth},ℓ={chain}", targets, sum(lengths) / len(lengths)))
+    if not cells:
+        return ""
+    shown = ", ".join(f"{name} {t:.2f} / {m:.1f} m" for name, t, m in cells)
+    targets = [t for _, t, _ in cells]
+    lengths = [m for _, _, m in cells]
+    return (
+        f"Gold-path workload per cell (mean targets / mean reference length): {shown}; "
+        f"largest gaps {max(targets) - min(targets):.2f} targets and "
+        f"{100 * (max(lengths) / min(lengths) - 1):.1f} %"
+    )
+
+
 @dataclass(frozen=True)
 class Row:
     """One run: its name, its episode count and one value per column (percent or ``None``)."""
@@ -142,7 +176,7 @@ class ResultTable:
         rows: one :class:`Row` per run.
         decimals: decimals shown in Markdown and rich output.
         note: a second caption line (e.g. how nDTW was computed), empty for none.
-        legend: a line below the table (what its columns mean), empty for none.
+        legend: lines below the table (what its columns mean), empty for none.
     """
 
     title: str
@@ -161,7 +195,7 @@ class ResultTable:
         return "–" if value is None else f"{value:.{self.decimals}f}"
 
     def to_markdown(self) -> str:
-        """GitHub Markdown: a caption line, then the table, then the legend line (if any)."""
+        """GitHub Markdown: a caption line, then the table, then the legend lines (if any)."""
         header = ["Model", "N", *self.columns]
         lines = [
             f"**{self.title}**",
@@ -173,8 +207,8 @@ class ResultTable:
         for row in self.rows:
             cells = [row.name, str(row.n), *map(self._cell, row.values)]
             lines.append("| " + " | ".join(cells) + " |")
-        if self.legend:
-            lines += ["", self.legend]
+        for line in self.legend.splitlines():
+            lines += ["", line]
         return "\n".join(lines) + "\n"
 
     def to_csv(self) -> str:
@@ -423,7 +457,8 @@ def table3(
     runs: Runs, *, diagnostics: bool = False, source_key: str = "source_dataset"
 ) -> ResultTable:
     """Paper Table 3: BSA_branch, CSR_all, BSA (paper), CSR (paper) over the depth and chain
-    sweeps, with :data:`PAPER_METRICS_LEGEND` as legend.
+    sweeps, with :data:`PAPER_METRICS_LEGEND` and the cells' :func:`workload_legend` as
+    legend.
 
     Args:
         runs: ``{name: records}`` or ``[(name, records), …]``, in row order.
@@ -451,7 +486,9 @@ def table3(
         for sweep, d, ell in SCALING_CELLS
     ]
     title = "Table 3: scaling with logical depth d and chain length ℓ (%)"
-    return _build(title, runs, groups, 2, diagnostics)
+    table = _build(title, runs, groups, 2, diagnostics)
+    workload = workload_legend([r for _, records in _runs(runs) for r in records])
+    return dataclasses.replace(table, legend="\n".join(filter(None, (table.legend, workload))))
 
 
 def coverage_table(
