@@ -441,7 +441,7 @@ class _Run:
                 rows = CATEGORY_TOP_UP_ROWS * SKELETONS[category].n_leaves
                 horizons = (1, 2) if direction < 0 else (0,)
                 top_up = WORKLOAD_SEEDS + attempt * len(SKELETONS) * len(strata) + k
-                self.sample({label: rows}, top_up, None, category, CATEGORY_PERSISTENCE, horizons)
+                self.sample({label: rows}, top_up, None, category, 5, horizons)
             if not wanted:
                 return
             self.rebalance()
