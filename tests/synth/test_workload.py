@@ -12,7 +12,9 @@ from condvln.synth.workload import (
     LENGTH_TOLERANCE,
     MAX_DROP,
     TARGET_TOLERANCE,
+    beyond_limits,
     match_workload,
+    off_target,
     workload_gaps,
 )
 
@@ -89,3 +91,24 @@ def test_matched_categories_are_left_alone() -> None:
         inst.gold_length = 5.0 + len(inst.resolution.targets)
     kept, _ = match_workload(items, [""] * len(items), np.random.default_rng(5))
     assert len(kept) == len(items)
+
+
+def test_off_target_names_the_categories_a_workload_round_moves_and_which_way() -> None:
+    """What :meth:`~condvln.synth.pipeline._Run.restore_workload` samples more of: categories
+    whose mean targets sit more than 0.1 from the categories' mean (or else whose mean length
+    sits more than 5 % off it), +1 above, -1 below; within the limits nothing is wanted."""
+    rng = np.random.default_rng(6)
+    light = _rows("simple", 2, [0] * 20, rng)  # 1 target
+    middle = _rows("chain", 3, [1] * 20, rng)  # 2 targets
+    heavy = _rows("nested", 3, [2] * 20, rng)  # 3 targets
+    items = light + middle + heavy
+    assert beyond_limits(items)
+    assert off_target(items) == {"simple": -1, "nested": 1}
+    for inst in items:  # equal targets, lengths apart: judged on length
+        inst.resolution.targets = ("t0",)
+        inst.gold_length = {"simple": 10.0, "chain": 11.0, "nested": 12.0}[inst.bucket.category]
+    assert beyond_limits(items)
+    assert off_target(items) == {"simple": -1, "nested": 1}
+    for inst in items:
+        inst.gold_length = 10.0
+    assert not beyond_limits(items) and off_target(items) == {}

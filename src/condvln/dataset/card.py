@@ -130,7 +130,8 @@ def split_workload(episodes: list[dict[str, Any]]) -> dict[str, Any]:
 
 def workload_warnings(workload: dict[str, Any]) -> list[str]:
     """A warning per unseen split (val_unseen, test) whose categories differ in workload
-    (:func:`split_workload`) beyond :data:`~condvln.synth.workload.LIMITS`."""
+    (:func:`split_workload`) beyond :data:`~condvln.synth.workload.LIMITS` (generation
+    samples such splits again to bring them within, when they have enough scenes)."""
     warnings = []
     for split in UNSEEN_SPLITS:
         gaps = workload.get(split, {}).get("gaps", {})

@@ -338,6 +338,7 @@ def _generate(
         vet=functools.partial(_vet, specs=tuple(specs), config=config),
         branch_steps=tuple(sorted(set(config.branch_steps))),
         unpaired=UNPAIRED_SPLITS,
+        controlled=UNPAIRED_SPLITS,  # the splits results are reported on
     )
     by_scene: dict[str, list[Instance]] = defaultdict(list)
     for inst in synth.instances:

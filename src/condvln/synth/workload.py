@@ -23,7 +23,8 @@ from condvln.synth.sampler import Instance
 LIMITS = {"targets": 0.2, "length": 0.10}
 """Largest gap between two Table-1 categories of a split in mean gold-path targets (a
 difference) and in mean gold-path length (ratio − 1) at which depth and chain are read apart
-from walking (issue 26): the dataset card warns for an unseen split beyond either."""
+from walking (issue 26): :func:`workload_gaps` beyond either sends an unseen stratum to more
+sampling (:mod:`condvln.synth.pipeline`), and the dataset card warns."""
 
 TARGET_TOLERANCE = 0.06
 """How far a category's mean gold-path target count may sit from the stratum's target."""
@@ -167,3 +168,28 @@ def match_workload(
     kept_ids = {id(i) for group in groups.values() for i in group}
     pairs = [(i, lab) for i, lab in zip(items, labels, strict=True) if id(i) in kept_ids]
     return [i for i, _ in pairs], [lab for _, lab in pairs]
+
+
+def beyond_limits(items: Sequence[Instance]) -> bool:
+    """Whether the categories of ``items`` differ in workload beyond :data:`LIMITS`."""
+    gaps = workload_gaps(items)
+    return gaps["targets"] > LIMITS["targets"] or gaps["length"] > LIMITS["length"]
+
+
+def off_target(items: Sequence[Instance]) -> dict[str, int]:
+    """Categories whose mean gold-path targets, or else mean length, sit more than half of
+    :data:`LIMITS` from the mean over the categories: ``+1`` above it, ``-1`` below it."""
+    by_category: dict[str, list[Instance]] = defaultdict(list)
+    for inst in items:
+        by_category[inst.bucket.category].append(inst)
+    means = {c: _means(g) for c, g in sorted(by_category.items())}
+    if not means:
+        return {}
+    goal = np.mean(list(means.values()), axis=0)
+    off = {}
+    for category, (targets, length) in means.items():
+        if abs(targets - goal[0]) > LIMITS["targets"] / 2:
+            off[category] = 1 if targets > goal[0] else -1
+        elif goal[1] > 0 and abs(length / goal[1] - 1.0) > LIMITS["length"] / 2:
+            off[category] = 1 if length > goal[1] else -1
+    return off
