@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from condvln.program.ast import CATEGORIES
+from condvln.synth.workload import mean_gaps
 from condvln.vlnce import load_split
 
 
@@ -37,11 +38,10 @@ def _workload(root: Path, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def _gaps(category: np.ndarray, targets: np.ndarray, length: np.ndarray) -> tuple[float, float]:
-    """Largest difference of category mean targets and largest ratio − 1 of mean lengths."""
-    present = np.unique(category)
-    mean_t = np.array([targets[category == c].mean() for c in present])
-    mean_l = np.array([length[category == c].mean() for c in present])
-    return float(mean_t.max() - mean_t.min()), float(mean_l.max() / mean_l.min() - 1.0)
+    """:func:`~condvln.synth.workload.mean_gaps` of the categories' mean targets and lengths."""
+    means = [(targets[category == c].mean(), length[category == c].mean()) for c in np.unique(category)]  # fmt: skip
+    gaps = mean_gaps(means)
+    return gaps["targets"], gaps["length"]
 
 
 def _report(root: Path, split: str, permutations: int, seed: int) -> None:

@@ -77,7 +77,10 @@ def test_small_configs_keep_seventy_percent_and_every_category(
     for split in ("train", "val_seen", "val_unseen", "pairs"):
         episodes = load_split(out, split)["episodes"]
         pairs.update(e["info"]["condvln"]["pair_id"] for e in episodes)
-        if scenes >= 10 and split in ("train", "val_unseen"):  # the bound (val_seen may lack some)
+        if scenes >= 10 and split in (
+            "train",
+            "val_unseen",
+        ):  # the bound (val_seen may lack some)
             found = {e["info"]["condvln"]["category"] for e in episodes}
             assert found == set(CATEGORIES.values()), split
     del pairs[None]

@@ -13,7 +13,7 @@ from condvln.program.parse import tokenize
 from condvln.program.render import MAX_WORDS, word_count
 from condvln.program.templates import SLOTS, load_templates
 from condvln.synth.audit import Tolerances, judgeable_count, sampling_margin
-from condvln.synth.workload import LIMITS
+from condvln.synth.workload import LIMITS, mean_gaps
 from condvln.vlnce import SPLITS
 
 REQUESTED_NOTE = (
@@ -113,14 +113,7 @@ def split_workload(episodes: list[dict[str, Any]]) -> dict[str, Any]:
         name: (float(np.mean([t for t, _ in r])), float(np.mean([m for _, m in r])), len(r))
         for name, r in rows.items()
     }
-    gaps = {"targets": 0.0, "length": 0.0}
-    if len(means) > 1:
-        targets = [t for t, _, _ in means.values()]
-        lengths = [m for _, m, _ in means.values()]
-        gaps = {
-            "targets": round(max(targets) - min(targets), 4),
-            "length": round(max(lengths) / min(lengths) - 1.0, 4) if min(lengths) > 0 else 0.0,
-        }
+    gaps = {k: round(v, 4) for k, v in mean_gaps((t, m) for t, m, _ in means.values()).items()}
     categories = {
         name: {"episodes": n, "targets": round(t, 4), "length_m": round(m, 4)}
         for name, (t, m, n) in sorted(means.items())

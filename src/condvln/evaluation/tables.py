@@ -48,6 +48,7 @@ from rich.text import Text
 
 from condvln.evaluation.aggregate import weighted_mean
 from condvln.evaluation.diagnostics import FailureCategory
+from condvln.synth.workload import mean_gaps
 
 Record = Mapping[str, Any]
 Runs = Mapping[str, Sequence[Record]] | Sequence[tuple[str, Sequence[Record]]]
@@ -131,12 +132,10 @@ def workload_legend(records: Sequence[Record]) -> str:
     if not cells:
         return ""
     shown = ", ".join(f"{name} {t:.2f} / {m:.1f} m" for name, t, m in cells)
-    targets = [t for _, t, _ in cells]
-    lengths = [m for _, _, m in cells]
+    gaps = mean_gaps((t, m) for _, t, m in cells)
     return (
         f"Gold-path workload per cell (mean targets / mean reference length): {shown}; "
-        f"largest gaps {max(targets) - min(targets):.2f} targets and "
-        f"{100 * (max(lengths) / min(lengths) - 1):.1f} %"
+        f"largest gaps {gaps['targets']:.2f} targets and {100 * gaps['length']:.1f} %"
     )
 
 

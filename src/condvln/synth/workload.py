@@ -14,7 +14,7 @@ so that a difference between categories in a results table is one of logic, not 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -47,19 +47,29 @@ def _means(items: Sequence[Instance]) -> tuple[float, float]:
     return targets, float(np.mean(lengths)) if lengths else 0.0
 
 
+def mean_gaps(means: Iterable[tuple[float, float]]) -> dict[str, float]:
+    """The gaps :data:`LIMITS` bounds, from each group's (mean gold-path targets, mean gold-path
+    length): the largest difference of the targets and the largest ratio − 1 of the lengths
+    (zeros for fewer than two groups or a zero length).
+
+    >>> mean_gaps([(2.0, 8.0), (1.5, 10.0), (1.75, 9.0)])
+    {'targets': 0.5, 'length': 0.25}
+    """
+    pairs = list(means)
+    if len(pairs) < 2:
+        return {"targets": 0.0, "length": 0.0}
+    targets = [t for t, _ in pairs]
+    lengths = [m for _, m in pairs]
+    gap = max(lengths) / min(lengths) - 1.0 if min(lengths) > 0 else 0.0
+    return {"targets": max(targets) - min(targets), "length": gap}
+
+
 def workload_gaps(items: Sequence[Instance]) -> dict[str, float]:
-    """Largest difference between two categories' mean gold-path targets, and the largest
-    ratio minus one between their mean gold-path lengths."""
+    """:func:`mean_gaps` of the Table-1 categories of ``items``."""
     by_category: dict[str, list[Instance]] = defaultdict(list)
     for inst in items:
         by_category[inst.bucket.category].append(inst)
-    if len(by_category) < 2:
-        return {"targets": 0.0, "length": 0.0}
-    means = [_means(group) for group in by_category.values()]
-    targets = [m[0] for m in means]
-    lengths = [m[1] for m in means]
-    gap = max(lengths) / min(lengths) - 1.0 if min(lengths) > 0 else 0.0
-    return {"targets": max(targets) - min(targets), "length": gap}
+    return mean_gaps(_means(group) for group in by_category.values())
 
 
 def _excess(targets: float, length: float, goal: tuple[float, float]) -> tuple[float, float]:
