@@ -176,7 +176,7 @@ def renderable_name(text: str, templates: Templates | None = None) -> bool:
     (False, False)
     """
     t = templates or load_templates()
-    return bool(t.name_regex.fullmatch(text)) and not t.reserved & set(text.split())
+    return bool(t.name_regex.fullmatch(text))  # the parser's pattern: no reserved word either
 
 
 @functools.cache
@@ -207,13 +207,13 @@ class _Renderer:
         return options[int(self.rng.integers(len(options)))]
 
     def name(self, text: str) -> str:
-        bad = self.t.reserved & set(text.split())
-        if not self.t.name_regex.fullmatch(text) or bad:
-            why = f"reserved word {sorted(bad)[0]!r}" if bad else "lower-case words only"
-            if not bad and _NAME.fullmatch(text):
-                why = "it holds words a template puts right after a name (e.g. 'in it')"
-            raise ValidationError(f"name {text!r} cannot be rendered: {why}")
-        return text
+        if self.t.name_regex.fullmatch(text):
+            return text
+        bad = sorted(self.t.reserved & set(text.split()))
+        why = f"reserved word {bad[0]!r}" if bad else "lower-case words only"
+        if not bad and _NAME.fullmatch(text):
+            why = "it holds words a template puts right after a name (e.g. 'in it')"
+        raise ValidationError(f"name {text!r} cannot be rendered: {why}")
 
     def phrase(self, predicate: str) -> str:
         if predicate not in self.t.relations:
