@@ -19,16 +19,16 @@ from pathlib import Path
 
 import numpy as np
 
+from condvln.dataset.schema import load_checked_split
 from condvln.program.ast import CATEGORIES
 from condvln.synth.workload import mean_gaps
-from condvln.vlnce import load_split
 
 
 def _workload(root: Path, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Category index, gold-path targets and reference-path length of every episode."""
     names = list(CATEGORIES.values())
     rows = []
-    for episode in load_split(root, split)["episodes"]:
+    for episode in load_checked_split(root, split).episodes:  # test: with its answers
         info = episode["info"]["condvln"]
         path = np.asarray(episode["reference_path"], dtype=float)
         length = float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
