@@ -27,8 +27,11 @@ from condvln.vlnce import SPLITS, split_path
 
 pytestmark = pytest.mark.slow
 
-CONFIG = GenerateConfig(scenes=10, per_scene=40, seed=3, branch_steps=(1, 2, 3))
-"""Arms of 1–3 targets, so in-branch subgoals are covered (the default design takes one)."""
+CONFIG = GenerateConfig(
+    scenes=10, per_scene=40, seed=3, branch_steps=(1, 2, 3), val_seen_share=0.25
+)
+"""Arms of 1–3 targets, so in-branch subgoals are covered (the default design takes one), and
+a val_seen share that gives the pairs split two pairs (0.1 gives none here)."""
 
 
 def _read(path: Path) -> Any:
