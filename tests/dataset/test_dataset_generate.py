@@ -341,10 +341,10 @@ def test_branch_arms_hold_their_own_targets(dataset: Path) -> None:
 
 def test_gold_leaves_are_balanced_in_what_is_written(dataset: Path) -> None:
     """Issue 26 item 1: episodes are built before balancing, so every bucket of every split
-    group (seen = train + val_seen, val_unseen, test) holds each gold leaf equally often, and
-    the episode stage's rejections are counted before balancing."""
+    group (seen = train + val_seen + pairs, val_unseen, test) holds each gold leaf equally
+    often, and the episode stage's rejections are counted before balancing."""
     groups: dict[str, list[dict[str, Any]]] = {"seen": [], "val_unseen": [], "test": []}
-    for split in ("train", "val_seen", "val_unseen"):
+    for split in ("train", "val_seen", "pairs", "val_unseen"):
         infos = [e["info"]["condvln"] for e in _read(split_path(dataset, split))["episodes"]]
         groups["seen" if split != "val_unseen" else split] += infos
     answers = _read(split_path(dataset, "test", "_answers"))
@@ -379,9 +379,10 @@ def test_validate_rederives_in_branch_subgoals(dataset: Path, tmp_path: Path) ->
 
 
 def _pair_ids(root: Path, split: str) -> Counter[str]:
-    labels = [e["info"]["condvln"] for e in _read(split_path(root, split))["episodes"]]
     if split == "test":  # test episodes carry no labels; their answers do
         labels = [a["info"]["condvln"] for a in _read(split_path(root, split, "_answers")).values()]
+    else:
+        labels = [e["info"]["condvln"] for e in _read(split_path(root, split))["episodes"]]
     return Counter(str(i["pair_id"]) for i in labels if i.get("pair_id") is not None)
 
 
