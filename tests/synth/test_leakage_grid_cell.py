@@ -2,7 +2,7 @@
 
 A fresh 40 × 30 procedural dataset at the default unseen share — seed 4242, the issue's own
 example, where balancing over the whole dataset once let the mirror image of the text prior
-beat chance by 12 pp — is generated (about three minutes on 2 cores), every blind probe is
+beat chance by 12 pp — is generated (about six minutes on 2 cores), every blind probe is
 trained on train and scored on val_unseen + test, as ``benchmarks/bench_leakage_grid.py`` does
 for the whole grid; the Table-1 categories of its val_unseen carry the same navigation
 workload (item 4).
