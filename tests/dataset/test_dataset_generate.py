@@ -284,17 +284,21 @@ def test_cli_generate_and_validate(tmp_path: Path) -> None:
     assert again.returncode == 2 and "exists" in again.stderr
 
 
-def test_cli_evaluate_reference_paths_score_perfectly(dataset: Path, tmp_path: Path) -> None:
-    doc = _read(split_path(dataset, "val_seen"))
-    leaderboard = {
+def _reference_replay(dataset: Path, split: str, out: Path) -> Path:
+    """A leaderboard-format predictions file that walks every episode's reference path."""
+    replay = {
         str(e["episode_id"]): [
             {"position": p, "heading": 0.0, "stop": k == len(e["reference_path"]) - 1}
             for k, p in enumerate(e["reference_path"])
         ]
-        for e in doc["episodes"]
+        for e in _read(split_path(dataset, split))["episodes"]
     }
-    predictions = tmp_path / "predictions.json"
-    predictions.write_bytes(orjson.dumps(leaderboard))
+    out.write_bytes(orjson.dumps(replay))
+    return out
+
+
+def test_cli_evaluate_reference_paths_score_perfectly(dataset: Path, tmp_path: Path) -> None:
+    predictions = _reference_replay(dataset, "val_seen", tmp_path / "predictions.json")
     out = tmp_path / "eval"
     run = [sys.executable, "-m", "condvln", "evaluate", str(dataset), str(predictions)]
     result = subprocess.run(
@@ -437,15 +441,7 @@ def test_evaluate_on_pairs_headlines_pair_consistency(dataset: Path, tmp_path: P
     """``condvln evaluate --split pairs``: a replay of the reference paths gets every pair
     right (pair consistency 1 over all pairs), and the summary leads with it."""
     doc = _read(split_path(dataset, "pairs"))
-    replay = {
-        str(e["episode_id"]): [
-            {"position": p, "heading": 0.0, "stop": k == len(e["reference_path"]) - 1}
-            for k, p in enumerate(e["reference_path"])
-        ]
-        for e in doc["episodes"]
-    }
-    predictions = tmp_path / "predictions.json"
-    predictions.write_bytes(orjson.dumps(replay))
+    predictions = _reference_replay(dataset, "pairs", tmp_path / "predictions.json")
     run = [sys.executable, "-m", "condvln", "evaluate", str(dataset), str(predictions)]
     result = subprocess.run(
         [*run, "--out", str(tmp_path / "eval"), "--split", "pairs"],
