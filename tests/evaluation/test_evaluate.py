@@ -23,7 +23,7 @@ from condvln.evaluation import specs
 from condvln.evaluation.evaluate import evaluate_run, load_split_episodes, render_summary
 from condvln.evaluation.predictions import read_predictions
 from condvln.evaluation.specs import MetricSpec
-from condvln.evaluation.tables import FAILURE_CATEGORIES, table2, table3
+from condvln.evaluation.tables import FAILURE_CATEGORIES, table2, table3, terminal_tables
 from condvln.nav import GridNavigator
 from condvln.registry import Registry
 from condvln.scene.serialize import load_scene
@@ -483,3 +483,7 @@ def test_table3_legend_states_each_cells_workload() -> None:
         "10.0 m, d=3,ℓ=1 2.00 / 11.0 m; largest gaps 0.00 targets and 10.0 %"
     )
     assert table.to_markdown().splitlines()[-3].startswith("BSA (paper) and CSR (paper)")
+    console = Console(width=80, record=True)
+    for renderable in terminal_tables(table2([("a", records)]), table):
+        console.print(renderable)
+    assert "largest gaps 0.00 targets and 10.0 %" in console.export_text()

@@ -108,6 +108,10 @@ SCALING_CELLS = (
 """Table 3 column groups: (sweep, depth d, chain length ℓ)."""
 
 
+WORKLOAD_LEGEND = "Gold-path workload per cell (mean targets / mean reference length)"
+"""Start of Table 3's workload legend line (:func:`workload_legend`)."""
+
+
 def workload_legend(records: Sequence[Record]) -> str:
     """Table 3's workload line: per depth / chain cell, the episodes' mean targets on the gold
     path (subgoals and goal) and mean reference-path length, and the largest gaps between two
@@ -134,7 +138,7 @@ def workload_legend(records: Sequence[Record]) -> str:
     shown = ", ".join(f"{name} {t:.2f} / {m:.1f} m" for name, t, m in cells)
     gaps = mean_gaps((t, m) for _, t, m in cells)
     return (
-        f"Gold-path workload per cell (mean targets / mean reference length): {shown}; "
+        f"{WORKLOAD_LEGEND}: {shown}; "
         f"largest gaps {gaps['targets']:.2f} targets and {100 * gaps['length']:.1f} %"
     )
 
@@ -349,6 +353,7 @@ def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[Renderab
                 "Table 3: CSR (paper) by depth d and chain ℓ per source (%)",
             ),
             Text(TABLE3_NOTE),
+            *_workload_lines(table_3),
         ]
     return [
         table_2.to_terminal(TABLE2_TERMINAL, "Table 2: main results (%)"),
@@ -356,7 +361,13 @@ def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[Renderab
         table_3.to_terminal(TABLE3_TERMINAL_ALL, "Table 3: CSR_all by depth d and chain ℓ (%)"),
         table_3.to_terminal(TABLE3_TERMINAL, "Table 3: CSR (paper) by depth d and chain ℓ (%)"),
         Text(TABLE3_NOTE),
+        *_workload_lines(table_3),
     ]
+
+
+def _workload_lines(table_3: ResultTable) -> list[Text]:
+    """Table 3's workload legend line, for the terminal (the other legend is Table 2's)."""
+    return [Text(line) for line in table_3.legend.splitlines() if line.startswith(WORKLOAD_LEGEND)]
 
 
 def _runs(runs: Runs) -> list[tuple[str, Sequence[Record]]]:
