@@ -37,6 +37,14 @@ it existed, or by other tools, may lack it (:data:`OPTIONAL_SPLITS`)."""
 
 OPTIONAL_SPLITS = ("pairs",)
 """Splits a dataset folder may lack (readers treat a missing one as empty)."""
+
+
+def present_splits(root: Path) -> list[str]:
+    """The splits of dataset folder ``root`` to read: every one but an optional split whose
+    folder is absent (a dangling link counts as present, so reading it reports the problem)."""
+    return [s for s in SPLITS if s not in OPTIONAL_SPLITS or os.path.lexists(Path(root) / s)]
+
+
 SPECIAL_WORDS = ("<pad>", "<unk>", "<s>", "</s>")
 UNK_INDEX = 1
 

@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from condvln.synth.pipeline import WORKLOAD_MIN_SCENES, WORKLOAD_ROUNDS, _Run
 from condvln.synth.workload import (
     LENGTH_TOLERANCE,
     MAX_DROP,
     TARGET_TOLERANCE,
     beyond_limits,
+    excess,
     match_workload,
     off_target,
     workload_gaps,
@@ -112,3 +114,45 @@ def test_off_target_names_the_categories_a_workload_round_moves_and_which_way() 
     for inst in items:
         inst.gold_length = 10.0
     assert not beyond_limits(items) and off_target(items) == {}
+
+
+class _ScriptedRun(_Run):
+    """A run whose rebalancing hands out scripted kept sets, one per round, and whose sampling
+    only counts its calls: what :meth:`_Run.restore_workload` decides from the gaps alone."""
+
+    def __init__(self, kept_per_round: list[list[Any]]) -> None:
+        self.labels = ["val_unseen"] * WORKLOAD_MIN_SCENES
+        self.stratum_of = {"house": "val_unseen"}
+        self.kept, self.script, self.samples = kept_per_round[0], kept_per_round[1:], 0
+
+    def sample(self, *args: Any, **kwargs: Any) -> None:
+        self.samples += 1
+
+    def rebalance(self) -> None:
+        self.kept = self.script.pop(0)
+
+
+def _length_gap(gap: float) -> list[Any]:
+    """Two categories with equal targets whose mean lengths differ by ``gap`` (ratio − 1)."""
+    rng = np.random.default_rng(7)
+    items = _rows("simple", 2, [0] * 4, rng) + _rows("nested", 3, [0] * 4, rng)
+    for inst in items:
+        inst.scene_id = "house"
+        inst.gold_length = 10.0 * (1.0 + gap if inst.bucket.category == "nested" else 1.0)
+    return items
+
+
+def test_workload_rounds_keep_the_round_nearest_the_limits() -> None:
+    """Balancing redraws the whole union each round, so a later round can be worse: the rounds
+    end on the kept set of least excess over the limits, and stop once one is within them."""
+    gaps = [0.30, 0.15, 0.25, 0.40, 0.20]  # before the rounds, then after each round
+    rounds = [_length_gap(g) for g in gaps]
+    assert [round(excess(r), 6) for r in rounds] == [3.0, 1.5, 2.5, 4.0, 2.0]
+    run = _ScriptedRun(rounds)
+    run.restore_workload(["val_unseen"])
+    assert run.kept is rounds[1] and not run.script
+    assert run.samples == 2 * WORKLOAD_ROUNDS  # both categories sit off the mean each round
+    within = [_length_gap(0.30), _length_gap(0.05), _length_gap(0.40)]
+    run = _ScriptedRun(within)
+    run.restore_workload(["val_unseen"])
+    assert run.kept is within[1] and len(run.script) == 1  # stopped within the limits

@@ -14,7 +14,7 @@ from condvln.program.render import MAX_WORDS, word_count
 from condvln.program.templates import SLOTS, load_templates
 from condvln.synth.audit import Tolerances, judgeable_count, sampling_margin
 from condvln.synth.workload import LIMITS, mean_gaps
-from condvln.vlnce import SPLITS
+from condvln.vlnce import OPTIONAL_SPLITS, SPLITS
 
 REQUESTED_NOTE = (
     "requested = per_scene × the split's scenes (seen scenes are shared by train and val_seen by "
@@ -66,10 +66,6 @@ def _spread(total: int, n: int) -> list[int]:
     """``total`` split into ``n`` near-equal integer parts (larger ones first)."""
     return [total // n + (1 if k < total % n else 0) for k in range(n)]
 
-
-ON_TOP = ("pairs",)
-"""Splits of minimal-pair siblings, which come on top of the request: counted, never warned
-about."""
 
 UNSEEN_SPLITS = ("val_unseen", "test")
 """The splits of unseen houses, on which ``condvln audit --leakage`` judges the blind probes."""
@@ -167,7 +163,7 @@ def requested_vs_produced(
             for name, r in zip(names, _spread(want, len(names)), strict=True)
         }
         table[split] = {"requested": want, "produced": sum(made.values()), "categories": cats}
-        if split in ON_TOP:
+        if split in OPTIONAL_SPLITS:  # minimal pairs, on top of the request
             continue
         if want == 0:
             warnings.append(f"split {split} is empty: no scene was assigned to it")

@@ -17,7 +17,7 @@ import orjson
 from condvln.dataset.schema import load_checked_split
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.io import atomic_directory, check_regular_file, inside, output_path
-from condvln.vlnce import OPTIONAL_SPLITS, SPLITS, dump_gz, encode, split_path
+from condvln.vlnce import dump_gz, encode, present_splits, split_path
 
 
 def _copy_dataset(source: Path, dest: Path) -> None:
@@ -50,8 +50,7 @@ def oracle_transform(source: str | Path, out: str | Path, *, overwrite: bool = F
         raise ConfigError(f"{out} is the source dataset or inside it; pick another folder")
     if not source.is_dir():
         raise FormatError("not a dataset folder", file=str(source))
-    present = [s for s in SPLITS if s not in OPTIONAL_SPLITS or (source / s).exists()]
-    checked = {split: load_checked_split(source, split) for split in present}
+    checked = {split: load_checked_split(source, split) for split in present_splits(source)}
     rewritten: dict[str, dict] = {}
     for split, data in checked.items():
         doc = data.doc

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -39,11 +38,11 @@ from condvln.scene.identity import scene_fingerprint
 from condvln.scene.model import Scene
 from condvln.scene.serialize import load_scene
 from condvln.vlnce import (
-    OPTIONAL_SPLITS,
     SPLITS,
     encode,
     load_scene_index,
     load_split,
+    present_splits,
     scene_json_path,
     split_path,
 )
@@ -383,9 +382,7 @@ def validate_dataset(
     scenes = _SceneCache(root)
     houses: dict[str, dict[str, str]] = {}
     pairs: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
-    for split in SPLITS:
-        if split in OPTIONAL_SPLITS and not os.path.lexists(root / split):
-            continue
+    for split in present_splits(root):
         try:
             doc = load_split(root, split)
             suffix = "_answers" if split == "test" else "_gt"

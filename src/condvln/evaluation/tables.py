@@ -109,7 +109,7 @@ SCALING_CELLS = (
 
 
 WORKLOAD_LEGEND = "Gold-path workload per cell (mean targets / mean reference length)"
-"""Start of Table 3's workload legend line (:func:`workload_legend`)."""
+"""Start of Table 3's workload line (:func:`workload_legend`)."""
 
 
 def workload_legend(records: Sequence[Record]) -> str:
@@ -180,6 +180,8 @@ class ResultTable:
         decimals: decimals shown in Markdown and rich output.
         note: a second caption line (e.g. how nDTW was computed), empty for none.
         legend: lines below the table (what its columns mean), empty for none.
+        workload: Table 3's workload line (:func:`workload_legend`), empty for none; it
+            follows the legend wherever the legend is shown.
     """
 
     title: str
@@ -188,6 +190,12 @@ class ResultTable:
     decimals: int
     note: str = ""
     legend: str = ""
+    workload: str = ""
+
+    @property
+    def captions(self) -> list[str]:
+        """The lines below the table: the legend's, then the workload line."""
+        return [*self.legend.splitlines(), *filter(None, [self.workload])]
 
     @property
     def columns(self) -> list[str]:
@@ -210,7 +218,7 @@ class ResultTable:
         for row in self.rows:
             cells = [row.name, str(row.n), *map(self._cell, row.values)]
             lines.append("| " + " | ".join(cells) + " |")
-        for line in self.legend.splitlines():
+        for line in self.captions:
             lines += ["", line]
         return "\n".join(lines) + "\n"
 
@@ -270,7 +278,7 @@ class ResultTable:
 
     def to_rich(self) -> Table:
         """A rich table (group label above each column label)."""
-        caption = "\n".join(line for line in (self.note, self.legend) if line)
+        caption = "\n".join(line for line in (self.note, *self.captions) if line)
         table = Table(title=self.title, caption=caption or None)
         table.add_column("Model")
         table.add_column("N", justify="right")
@@ -366,8 +374,8 @@ def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[Renderab
 
 
 def _workload_lines(table_3: ResultTable) -> list[Text]:
-    """Table 3's workload legend line, for the terminal (the other legend is Table 2's)."""
-    return [Text(line) for line in table_3.legend.splitlines() if line.startswith(WORKLOAD_LEGEND)]
+    """Table 3's workload line, for the terminal (the other legend is Table 2's)."""
+    return [Text(table_3.workload)] if table_3.workload else []
 
 
 def _runs(runs: Runs) -> list[tuple[str, Sequence[Record]]]:
@@ -498,7 +506,7 @@ def table3(
     title = "Table 3: scaling with logical depth d and chain length ℓ (%)"
     table = _build(title, runs, groups, 2, diagnostics)
     workload = workload_legend([r for _, records in _runs(runs) for r in records])
-    return dataclasses.replace(table, legend="\n".join(filter(None, (table.legend, workload))))
+    return dataclasses.replace(table, workload=workload)
 
 
 def coverage_table(

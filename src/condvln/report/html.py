@@ -145,7 +145,8 @@ def result_table_view(table: ResultTable) -> dict[str, Any]:
         }
         for row in table.rows
     ]
-    return {"title": table.title, "groups": table.groups, "rows": rows, "legend": table.legend}
+    legend = "\n".join(table.captions)
+    return {"title": table.title, "groups": table.groups, "rows": rows, "legend": legend}
 
 
 def _description(metric: str) -> str:

@@ -180,10 +180,20 @@ def match_workload(
     return [i for i, _ in pairs], [lab for _, lab in pairs]
 
 
+def excess(items: Sequence[Instance]) -> float:
+    """The larger of :func:`workload_gaps` of ``items`` in units of its :data:`LIMITS` (above 1:
+    beyond them).
+
+    >>> excess([])
+    0.0
+    """
+    gaps = workload_gaps(items)
+    return max(gaps[key] / limit for key, limit in LIMITS.items())
+
+
 def beyond_limits(items: Sequence[Instance]) -> bool:
     """Whether the categories of ``items`` differ in workload beyond :data:`LIMITS`."""
-    gaps = workload_gaps(items)
-    return gaps["targets"] > LIMITS["targets"] or gaps["length"] > LIMITS["length"]
+    return excess(items) > 1.0
 
 
 def off_target(items: Sequence[Instance]) -> dict[str, int]:
