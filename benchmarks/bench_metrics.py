@@ -11,7 +11,8 @@ geodesic distance is the Euclidean distance — a stand-in for a navmesh geodesi
 space, so the timings exclude geodesic queries; d_th = 3.0 m.
 
 Part 1 times :func:`score_episode` (every metric and diagnostic) and the aggregation of all
-records. Part 1b does the same with real geodesics, as ``condvln evaluate`` measures them:
+records, ``--repeats`` times (median printed); the workers inherit the episodes when the pool
+forks them (none are pickled inside the timing). Part 1b does the same with real geodesics, as ``condvln evaluate`` measures them:
 ``--episodes`` episodes spread over ``--geodesic-scenes`` procedural houses, goals / subgoals /
 leaf goals at object approach points, references along the exact shortest paths (0.25 m apart,
 like ``_gt``), trajectories that follow them noisily (some leave the navigable area); each is
@@ -169,13 +170,27 @@ def score_all(episodes: list[Episode]) -> list[dict[str, Any]]:
     ]
 
 
+_EPISODES: list[Episode] = []
+"""A worker's episodes (:func:`_share`)."""
+
+
+def _share(episodes: list[Episode]) -> None:
+    """Pool initializer: keep the episodes (inherited, not pickled, when the pool forks)."""
+    _EPISODES[:] = episodes
+
+
+def _score_every(task: tuple[int, int]) -> list[dict[str, Any]]:
+    """:func:`score_all` of every ``step``-th shared episode from ``start``."""
+    start, step = task
+    return score_all(_EPISODES[start::step])
+
+
 def score_parallel(episodes: list[Episode], workers: int) -> list[dict[str, Any]]:
     """:func:`score_all` in ``workers`` processes (order kept)."""
     if workers == 1:
         return score_all(episodes)
-    chunks = [episodes[i::workers] for i in range(workers)]
-    with ProcessPoolExecutor(workers) as pool:
-        parts = list(pool.map(score_all, chunks))
+    with ProcessPoolExecutor(workers, initializer=_share, initargs=(episodes,)) as pool:
+        parts = list(pool.map(_score_every, [(i, workers) for i in range(workers)]))
     out: list[dict[str, Any]] = [{}] * len(episodes)
     for i, part in enumerate(parts):
         out[i::workers] = part
@@ -405,7 +420,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--repeats", type=int, default=1, help="timings of part 1b (median printed)"
+        "--repeats", type=int, default=1, help="timings of parts 1 and 1b (median printed)"
     )
     parser.add_argument(
         "--geodesic-scenes",
@@ -449,19 +464,26 @@ def main() -> None:
         f"first score_episode call (numba compile or cache load): {time.perf_counter() - t0:.2f} s"
     )
 
-    t0 = time.perf_counter()
-    records = score_parallel(episodes, args.workers)
-    t_score = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    agg = aggregate(records, seed=args.seed)
-    groups = breakdown(records, "depth", seed=args.seed)
-    t_agg = time.perf_counter() - t0
+    load_before, times = _load(), []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        records = score_parallel(episodes, args.workers)
+        t1 = time.perf_counter()
+        agg = aggregate(records, seed=args.seed)
+        groups = breakdown(records, "depth", seed=args.seed)
+        times.append((t1 - t0, time.perf_counter() - t1))
+    t_score, t_agg = np.median(times, axis=0)
+    total = [round(a + b, 2) for a, b in times]
+    print(
+        f"part 1, median of {args.repeats} repeat(s) (load average before {load_before}, "
+        f"after {_load()}):"
+    )
     print(
         f"score_episode, all metrics ({args.workers} worker(s)): {t_score:.2f} s "
         f"({1e6 * t_score / len(episodes):.0f} us / episode)"
     )
     print(f"aggregate + breakdown by depth ({len(groups)} groups, bootstrap 2000): {t_agg:.2f} s")
-    print(f"total: {t_score + t_agg:.2f} s")
+    print(f"total: {np.median(np.sum(times, axis=1)):.2f} s; repeats {total}")
     for name in ("success", "oracle_success", "spl", "ndtw", "sdtw", "cls", "bsa", "csr"):
         a = agg[name]
         print(f"  {name:15s} {a.mean:.4f}  [{a.ci_low:.4f}, {a.ci_high:.4f}]  n={a.n}")

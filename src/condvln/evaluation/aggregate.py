@@ -96,28 +96,30 @@ def weighted_mean(values: ArrayLike, weights: ArrayLike | None = None) -> float 
 def _resampled_sums(matrix: np.ndarray, rng: np.random.Generator, n_resamples: int) -> np.ndarray:
     """Column sums of ``matrix`` (``(n, K)``, one row per episode) in each bootstrap resample.
 
-    Episodes are drawn with replacement, in chunks of resamples so memory stays small; the
-    draws depend only on ``rng``, ``n`` and ``n_resamples``, so all columns share the same
-    resamples (a paired bootstrap). Returns ``(n_resamples, K)``.
+    Episodes are drawn with replacement, in chunks of resamples so memory stays small (one
+    counts buffer, reused); the draws depend only on ``rng``, ``n`` and ``n_resamples``, so all
+    columns share the same resamples (a paired bootstrap). Returns ``(n_resamples, K)``.
     """
     n = len(matrix)
     rows = max(1, 2_000_000 // n)
+    counts = np.empty((min(rows, n_resamples), n))
     sums = []
     for start in range(0, n_resamples, rows):
         b = min(rows, n_resamples - start)
-        sums.append(_draw_counts(rng.integers(0, n, size=(b, n))) @ matrix)
+        _draw_counts(rng.integers(0, n, size=(b, n)), counts[:b])
+        sums.append(counts[:b] @ matrix)
     return np.vstack(sums)
 
 
 @numba.njit(cache=True, nogil=True)
-def _draw_counts(draws: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """How often each episode is drawn in each resample: ``(b, n)`` draws → ``(b, n)`` counts."""
+def _draw_counts(draws: np.ndarray, counts: np.ndarray) -> None:  # pragma: no cover - compiled
+    """How often each episode is drawn in each resample: ``(b, n)`` draws → ``(b, n)`` counts
+    (written into ``counts``)."""
     b, n = draws.shape
-    counts = np.zeros((b, n))
+    counts[:] = 0.0
     for r in range(b):
         for i in range(n):
             counts[r, draws[r, i]] += 1.0
-    return counts
 
 
 def _bootstrap(
@@ -175,6 +177,20 @@ def _uses_wilson(spec: MetricSpec) -> bool:
     return spec.kind == "binary" and spec.weight_key is None
 
 
+def _column(
+    values: Sequence[Any], weights: Sequence[Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One column as float arrays: values and weights (0 where excluded) and the kept mask (an
+    episode is kept when neither its value nor its weight is ``None``)."""
+    if len(values) != len(weights):
+        raise ValueError(f"{len(values)} values but {len(weights)} weights")
+    keep = np.array([v is not None for v in values], dtype=bool)
+    keep &= np.array([w is not None for w in weights], dtype=bool)
+    v = np.array(values, dtype=float)  # None becomes NaN, then 0 below
+    w = np.array(weights, dtype=float)
+    return np.where(keep, v, 0.0), np.where(keep, w, 0.0), keep
+
+
 def _aggregate_columns(
     columns: Mapping[str, tuple[MetricSpec, Sequence[Any], Sequence[Any]]],
     seed: int,
@@ -185,10 +201,7 @@ def _aggregate_columns(
     n = len(next(iter(columns.values()))[1]) if columns else 0
     values, weights, kept = {}, {}, {}
     for name, (_, vals, wts) in columns.items():
-        keep = [v is not None and w is not None for v, w in zip(vals, wts, strict=True)]
-        kept[name] = np.array(keep, dtype=bool)
-        values[name] = np.array([v if k else 0.0 for v, k in zip(vals, keep, strict=True)], float)
-        weights[name] = np.array([w if k else 0.0 for w, k in zip(wts, keep, strict=True)], float)
+        values[name], weights[name], kept[name] = _column(vals, wts)
     boot = [name for name, (spec, _, _) in columns.items() if not _uses_wilson(spec)]
     intervals: dict[str, Interval | None] = {}
     if boot and n:
@@ -263,7 +276,7 @@ def aggregate(
     for name in names:
         spec = METRICS.get(name)
         key = spec.weight_key
-        weights = [1.0 if key is None else r.get(key) for r in records]
+        weights = [1.0] * len(records) if key is None else [r.get(key) for r in records]
         columns[name] = (spec, [r.get(name) for r in records], weights)
     return _aggregate_columns(columns, seed, confidence, n_resamples)
 

@@ -45,7 +45,7 @@ def branch_commitment(leaf_distances: ArrayLike) -> int | None:
     (1, None)
     """
     d = np.asarray(leaf_distances, dtype=np.float64)
-    return int(np.argmin(d)) if d.size else None
+    return int(d.argmin()) if d.size else None
 
 
 def wrong_branch(

@@ -73,7 +73,7 @@ def _euclidean_kernel(
     prev = np.full(n + 1, np.inf)
     prev[0] = 0.0
     cur = np.empty(n + 1)
-    nearest = np.full(m, np.inf)
+    nearest = np.empty(m)
     cols = np.empty(n, dtype=np.int64)  # the trajectory columns DTW aligns
     width = 0
     for j in range(n):
@@ -84,15 +84,17 @@ def _euclidean_kernel(
             cols[width] = j
             width += 1
     for k in range(m):
-        cur[0] = np.inf
+        last = cur[0] = np.inf  # last = cur[w], kept out of memory (the DP's serial chain)
+        near = np.inf
         for w in range(width):
             j = cols[w]
             s = 0.0
             for c in range(d):
                 s += (ref[k, c] - traj[j, c]) ** 2
             dist = math.sqrt(s)
-            nearest[k] = min(nearest[k], dist)
-            cur[w + 1] = dist + min(prev[w], prev[w + 1], cur[w])
+            near = min(near, dist)
+            last = cur[w + 1] = dist + min(prev[w], prev[w + 1], last)
+        nearest[k] = near
         prev, cur = cur, prev
     return prev[width], nearest
 

@@ -49,6 +49,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -116,7 +117,7 @@ def oracle_navigation_error(goal_distances: ArrayLike) -> float:
     >>> oracle_navigation_error([4.0, 0.5, 1.5])
     0.5
     """
-    return float(np.min(goal_distances))
+    return float(np.minimum.reduce(np.asarray(goal_distances), axis=None))
 
 
 def success(
@@ -144,7 +145,7 @@ def oracle_success(goal_distances: ArrayLike, radius: float, *, strict: bool = T
     >>> oracle_success([5.0, 2.0, 4.0], 3.0)
     1
     """
-    return int(bool(np.any(within(goal_distances, radius, strict=strict))))
+    return int(bool(within(goal_distances, radius, strict=strict).any()))
 
 
 def path_length(step_lengths: ArrayLike) -> float:
@@ -153,7 +154,7 @@ def path_length(step_lengths: ArrayLike) -> float:
     >>> path_length([0.25, 0.0, 0.25])
     0.5
     """
-    return float(np.sum(step_lengths, dtype=np.float64))
+    return float(np.add.reduce(np.asarray(step_lengths, dtype=np.float64)))
 
 
 def _ratio(best: float, taken: float) -> float:
@@ -260,7 +261,7 @@ def cls_from_nearest(
     0.4291
     """
     nearest = np.asarray(nearest, dtype=np.float64)
-    coverage = float(np.exp(-nearest / threshold).mean())
+    coverage = float(np.add.reduce(np.exp(-nearest / threshold)) / nearest.size)  # the mean
     expected = coverage * reference_length
     if undefined_as_none and expected == 0 and trajectory_length == 0:
         return ClsResult(coverage, None, None)
@@ -297,15 +298,25 @@ def subgoals_reached(
     d = np.asarray(subgoal_distances, dtype=np.float64)
     if positions == "stop":
         d = d[:, -1:]
+    if d.size == 0:
+        return 0
     hit = within(d, radius, strict=strict)
-    step = 1 if order == "increasing" else 0
+    return int(_greedy_prefix(hit, 1 if order == "increasing" else 0))
+
+
+@numba.njit(cache=True, nogil=True)
+def _greedy_prefix(hit: np.ndarray, step: int) -> int:  # pragma: no cover - compiled
+    """:func:`subgoals_reached` on the ``(m, n)`` hit matrix: rows matched in turn, each to its
+    first hit at or after ``start`` (the previous match plus ``step``)."""
     start, reached = 0, 0
-    for row in hit:
-        later = np.flatnonzero(row[start:])
-        if later.size == 0:
+    for row in range(hit.shape[0]):
+        j = start
+        while j < hit.shape[1] and not hit[row, j]:
+            j += 1
+        if j >= hit.shape[1]:
             break
         reached += 1
-        start += int(later[0]) + step
+        start = j + step
     return reached
 
 

@@ -75,11 +75,12 @@ RECORD_KEYS = (
 
 
 def _targets(
-    space: MetricSpace, ref: np.ndarray | None, goal: Any, others: list[Any]
+    space: MetricSpace, ref: np.ndarray | None, goal: Any, groups: Sequence[Any]
 ) -> np.ndarray:
-    """Encoded targets: the goal (default ``ref[-1]``) first, then ``others``."""
+    """Encoded targets: the goal (default ``ref[-1]``) first, then each group's, in order."""
     goal_enc = ref[-1:] if goal is None else space.encode([goal])
-    return np.concatenate([goal_enc, space.encode(others)]) if others else goal_enc
+    parts = [goal_enc, *(space.encode(group) for group in groups if len(group))]
+    return np.concatenate(parts) if len(parts) > 1 else goal_enc
 
 
 def _fidelity(
@@ -165,9 +166,8 @@ def score_episode(  # long: its docstring documents each of its 13 arguments
         trajectory,
         reference_path,
         goal,
-        [*subgoals, *branch_subgoals],
-        len(subgoals),
-        [] if branch_goals is None or gold_branch is None else list(branch_goals),
+        (subgoals, branch_subgoals),
+        [] if branch_goals is None or gold_branch is None else branch_goals,
         shortest_path_length,
     )
     record = _goal_scores(space, d, radius, stop_called, options)
@@ -204,14 +204,12 @@ def _measure(
     trajectory: Sequence[Any] | ArrayLike,
     reference_path: Sequence[Any] | ArrayLike | None,
     goal: Any,
-    waypoints: list[Any],
-    n_sub: int,
-    leaves: list[Any],
+    waypoints: tuple[Sequence[Any] | ArrayLike, Sequence[Any] | ArrayLike],
+    leaves: Sequence[Any] | ArrayLike,
     shortest_path_length: float | None,
 ) -> _Distances:
-    """Encode the episode and measure its distances (``waypoints``: the subgoals, then the gold
-    arm's subgoals, of which the first ``n_sub`` are the subgoals; ``leaves``: the leaf goals
-    when the gold one is known)."""
+    """Encode the episode and measure its distances (``waypoints``: the subgoals and the gold
+    arm's subgoals; ``leaves``: the leaf goals when the gold one is known, else empty)."""
     traj = space.encode(trajectory)
     if len(traj) == 0:
         raise ValidationError("empty trajectory (must contain at least the start position)")
@@ -223,7 +221,8 @@ def _measure(
     targets = _targets(space, ref, goal, waypoints)
     dist = space.to_targets(traj, targets)
     # leaf goals matter at the final position only (branch choice)
-    leaf_d = space.to_targets(traj[-1:], space.encode(leaves))[:, 0] if leaves else np.empty(0)
+    leaf_d = space.to_targets(traj[-1:], space.encode(leaves))[:, 0] if len(leaves) else np.empty(0)
+    n_sub = len(waypoints[0])
     if shortest_path_length is None:
         start = traj[:1] if ref is None else ref[:1]
         shortest_path_length = float(space.to_targets(start, targets[:1])[0, 0])
@@ -239,13 +238,15 @@ def _goal_scores(
         d.goal_d, radius, stop_called=stop_called, strict=o.strict, require_stop=o.require_stop
     )
     tl = m.path_length(space.step_lengths(d.traj))
+    nearest = m.oracle_navigation_error(d.goal_d)
     return {
         "steps": len(d.traj) - 1,
         "stop_called": stop_called,
         "distance_to_goal": m.navigation_error(d.goal_d),
-        "oracle_navigation_error": m.oracle_navigation_error(d.goal_d),
+        "oracle_navigation_error": nearest,
         "success": succ,
-        "oracle_success": m.oracle_success(d.goal_d, radius, strict=o.strict),
+        # some position is within the radius iff the nearest one is (distances are finite)
+        "oracle_success": m.oracle_success([nearest], radius, strict=o.strict),
         "path_length": tl,
         "geodesic_distance": d.shortest,
         "spl": m.spl(succ, d.shortest, tl, undefined_as_none=o.undefined_as_none),
