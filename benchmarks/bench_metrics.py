@@ -12,9 +12,9 @@ space, so the timings exclude geodesic queries; d_th = 3.0 m.
 
 Part 1 times :func:`score_episode` (every metric and diagnostic) and the aggregation of all
 records, ``--repeats`` times (median printed); the workers inherit the episodes when the pool
-forks them (none are pickled inside the timing). Part 1b does the same with real geodesics, as ``condvln evaluate`` measures them:
-``--episodes`` episodes spread over ``--geodesic-scenes`` procedural houses, goals / subgoals /
-leaf goals at object approach points, references along the exact shortest paths (0.25 m apart,
+forks them (none are pickled inside the timing). Part 1b does the same with real geodesics, as
+``condvln evaluate`` measures them: ``--episodes`` episodes spread over ``--geodesic-scenes``
+procedural houses, goals / subgoals / leaf goals at object approach points, references along the exact shortest paths (0.25 m apart,
 like ``_gt``), trajectories that follow them noisily (some leave the navigable area); each is
 scored with the exact engine (:class:`condvln.evaluation.evaluate.SceneGeodesic`: navigator,
 fields and queries inside the timing) and with the grid engine (5 cm fast-marching fields, every
