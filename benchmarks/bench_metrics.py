@@ -11,17 +11,18 @@ geodesic distance is the Euclidean distance — a stand-in for a navmesh geodesi
 space, so the timings exclude geodesic queries; d_th = 3.0 m.
 
 Part 1 times :func:`score_episode` (every metric and diagnostic) and the aggregation of all
-records, ``--repeats`` times (median printed); the workers inherit the episodes when the pool
-forks them (none are pickled inside the timing). Part 1b does the same with real geodesics, as
+records, ``--repeats`` times (median printed); the workers inherit the episodes when the pool forks
+them (none are pickled inside the timing). Part 1b does the same with real geodesics, as
 ``condvln evaluate`` measures them: ``--episodes`` episodes spread over ``--geodesic-scenes``
-procedural houses, goals / subgoals / leaf goals at object approach points, references along the exact shortest paths (0.25 m apart,
-like ``_gt``), trajectories that follow them noisily (some leave the navigable area); each is
-scored with the exact engine (:class:`condvln.evaluation.evaluate.SceneGeodesic`: navigator,
-fields and queries inside the timing) and with the grid engine (5 cm fast-marching fields, every
-position queried), scenes split over ``--workers`` processes; the wall time of one engine is the
-slowest worker's. With ``--repeats N`` the exact engine is timed N times over the same episodes (a
-fresh navigator each time) and the grid engine once (it takes minutes); the median, every
-repeat and the load average before and after are printed. Part 2 compares exact nDTW (this package: Euclidean cost matrix + compiled DTW) with
+procedural houses, goals / subgoals / leaf goals at object approach points, references along the
+exact shortest paths (0.25 m apart, like ``_gt``), trajectories that follow them noisily (some
+leave the navigable area); each is scored with the exact engine
+(:class:`condvln.evaluation.evaluate.SceneGeodesic`: navigator, fields and queries inside the
+timing) and with the grid engine (5 cm fast-marching fields, every position queried), scenes split
+over ``--workers`` processes; the wall time of one engine is the slowest worker's. With ``--repeats
+N`` the exact engine is timed N times over the same episodes (a fresh navigator each time) and the
+grid engine once (it takes minutes); the median, every repeat and the load average before and after
+are printed. Part 2 compares exact nDTW (this package: Euclidean cost matrix + compiled DTW) with
 ``fastdtw`` (radius=1, Euclidean, as VLN-CE's NDTW measure uses it) on the same deduplicated
 trajectories. fastdtw is not a dependency of condvln: ``pip install fastdtw`` to run part 2.
 
