@@ -13,7 +13,15 @@ Reads a generated dataset folder (every split) and prints, per episode:
   by at least the config's
   ``overlap_fails`` share and the object is higher / lower);
 * the word-count distribution (words = whitespace-separated), the share above 80 words,
-  the vocabulary size and the paraphrase templates per construct.
+  the vocabulary size and the paraphrase templates per construct;
+* how a person would phrase it (issue 32): the share of instructions using one verb of
+  :data:`VERBS` more than twice, holding a chain of two relative clauses ("the cabinet that is
+  above the sink that is in the kitchen"), asking three presence checks of one room, asking a
+  presence condition outside the informative band (the catalogue's probability that the room
+  type holds the category outside :data:`PRESENCE_BAND`), or relating two objects a person
+  would not relate (neither on one support surface nor one resting on the other, not placed
+  together by the catalogue, and a wall between them or in different rooms); and per Table-1
+  category the word counts and the Flesch–Kincaid grade (``textstat``).
 
     PYTHONPATH=src python benchmarks/bench_language.py /tmp/ds
     PYTHONPATH=src python benchmarks/bench_language.py --generate 20x30 --out /tmp/ds
@@ -32,13 +40,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import textstat
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.graph import RelationConfig
-from condvln.program.ast import Ref, Relation, iter_ifs, program_from_dict
+from condvln.nav.area import build_nav_area
+from condvln.program.ast import Exists, Ref, Relation, iter_ifs, program_from_dict
 from condvln.program.templates import SLOTS, load_templates
 from condvln.scene.model import SceneObject
 from condvln.scene.serialize import load_scene
+from condvln.synth.priors import CommonsensePrior
 from condvln.vlnce import available_splits, load_split
 
 COMPASS_WORD = re.compile(r"\b(north|south|east|west|northeast|northwest|southeast|southwest)\b")
@@ -50,6 +61,15 @@ BEARING = {
     )
 }
 """Compass word → bearing clockwise from north (degrees)."""
+VERBS = frozenset((
+    "go", "head", "walk", "make", "navigate", "move", "proceed", "continue", "approach", "travel",
+    "find", "stand", "stop", "check", "see", "look",
+))  # fmt: skip
+"""The verbs of the navigation and check templates (``data/templates.json``)."""
+RELATIVE_CHAIN = re.compile(r"\b(?:that|which) (?:is|are)\b[^,;:.]*?\b(?:that|which) (?:is|are)\b")
+"""Two relative clauses in a row without a break: "the X that is … the Y that is in …"."""
+PRESENCE_BAND = (0.15, 0.85)
+"""Catalogue probabilities of a presence condition a person would find worth asking."""
 
 
 def read_gz(path: Path) -> Any:
@@ -121,12 +141,58 @@ def refs_of(program: Any) -> list[Ref]:
     return out
 
 
+def verb_overused(text: str) -> bool:
+    """Whether one verb of :data:`VERBS` occurs more than twice in ``text``."""
+    counts = Counter(w for w in re.findall(r"[a-z]+", text.lower()) if w in VERBS)
+    return max(counts.values(), default=0) > 2
+
+
+def presence_checks(program: Any, prior: CommonsensePrior) -> tuple[int, int]:
+    """The most presence conditions asked of one room, and how many presence conditions lie
+    outside :data:`PRESENCE_BAND`."""
+    conditions = [n.condition for n in iter_ifs(program.steps) if isinstance(n.condition, Exists)]
+    per_room = Counter(c.room for c in conditions)
+    low, high = PRESENCE_BAND
+    outside = sum(not low <= prior.probability(c) <= high for c in conditions)
+    return max(per_room.values(), default=0), outside
+
+
 class SceneView:
     """Objects of a scene by room type and category, for the independent reading."""
 
     def __init__(self, scene: Any) -> None:
         self.scene = scene
         self.room_of = {o.id: r for r in scene.rooms for o in r.objects}
+        self._area: Any = None
+
+    def related(self, a: SceneObject, b: SceneObject, anchors: dict[str, set[str]]) -> bool:
+        """Whether a person would relate ``a`` and ``b``: one support surface or one resting on
+        the other, placed together by the catalogue, or no wall between them."""
+        if a.parent_id is not None and a.parent_id in (b.parent_id, b.id):
+            return True
+        if b.parent_id == a.id or a.category in anchors.get(b.category, ()):
+            return True
+        if b.category in anchors.get(a.category, ()):
+            return True
+        if self._area is None:
+            self._area = build_nav_area(self.scene)
+        return bool(self._area.visible((a.center[0], a.center[2]), (b.center[0], b.center[2])))
+
+    def unrelated_relations(
+        self, program: Any, cfg: RelationConfig, anchors: dict[str, set[str]]
+    ) -> tuple[int, int]:
+        """Relation conditions of ``program`` whose two descriptions each have one reading, and
+        how many of those relate objects a person would not relate (:meth:`related`)."""
+        judged = unrelated = 0
+        for node in iter_ifs(program.steps):
+            if not isinstance(node.condition, Relation):
+                continue
+            subject, _ = self.readings(node.condition.subject, cfg)
+            target, _ = self.readings(node.condition.target, cfg)
+            if len(subject) == 1 and len(target) == 1:
+                judged += 1
+                unrelated += not self.related(subject[0], target[0], anchors)
+        return judged, unrelated
 
     def scope(self, room_type: str | None) -> list[SceneObject]:
         rooms = [r for r in self.scene.rooms if room_type is None or r.room_type == room_type]
@@ -147,15 +213,54 @@ class SceneView:
         return [o for o in candidates if fits(o, ref.relation, anchor, cfg)], anchor
 
 
+def text_flags(text: str) -> dict[str, bool]:
+    """The measurements of the text alone (see the module docstring)."""
+    lower = text.lower()
+    return {
+        "over_80_words": len(text.split()) > MAX_WORDS,
+        "compass_word": bool(COMPASS_WORD.search(lower)),
+        "verb_over_twice": verb_overused(text),
+        "relative_clause_chain": bool(RELATIVE_CHAIN.search(lower)),
+    }
+
+
+def program_flags(
+    program: Any, view: SceneView, cfg: RelationConfig, prior: CommonsensePrior
+) -> tuple[dict[str, bool], int, int]:
+    """The measurements of the program in its scene, and the relation conditions judged and
+    judged unrelated (:meth:`SceneView.unrelated_relations`)."""
+    smaller = resting = ambiguous = False
+    for ref in refs_of(program):
+        readings, anchor = view.readings(ref, cfg)
+        ambiguous |= len(readings) != 1
+        if anchor is None or len(readings) != 1:
+            continue
+        (obj,) = readings
+        movable = anchor.placement == "surface" or anchor.parent_id is not None
+        smaller |= movable and _volume(anchor) < _volume(obj)
+        resting |= anchor.parent_id == obj.id
+    most_in_one_room, outside = presence_checks(program, prior)
+    judged, unrelated = view.unrelated_relations(program, cfg, prior.anchors)
+    flags = {
+        "anchor_smaller_movable": smaller,
+        "anchor_rests_on_referent": resting,
+        "non_unique_description": ambiguous,
+        "three_presence_checks_in_one_room": most_in_one_room >= 3,
+        "presence_outside_band": outside > 0,
+        "relation_unrelated_objects": unrelated > 0,
+    }
+    return flags, judged, unrelated
+
+
 def audit(folder: Path) -> dict[str, Any]:
     """The language measurements of a dataset folder (see the module docstring)."""
     scenes: dict[str, SceneView] = {}
     cfg_cache: dict[str, RelationConfig] = {}
-    words: list[int] = []
+    prior = CommonsensePrior()
+    by_category: dict[str, list[tuple[int, float]]] = {}
+    relations = Counter[str]()
     vocab: set[str] = set()
-    per_category: Counter[str] = Counter()
     flags: Counter[str] = Counter()
-    total = 0
     for split in available_splits(folder):
         data = load_split(folder, split)
         vocab.update(data.get("instruction_vocab", {}).get("word_list", []))
@@ -163,37 +268,35 @@ def audit(folder: Path) -> dict[str, Any]:
         for ep in data["episodes"]:
             info = (ep.get("info") or answers[str(ep["episode_id"])]["info"])["condvln"]
             text = ep["instruction"]["instruction_text"]
-            total += 1
-            per_category[info["category"]] += 1
-            n = len(text.split())
-            words.append(n)
-            flags["over_80_words"] += n > MAX_WORDS
-            flags["compass_word"] += bool(COMPASS_WORD.search(text.lower()))
-            relations = info["config"]["relations"]
-            key = json.dumps(relations, sort_keys=True)
-            cfg = cfg_cache.setdefault(key, RelationConfig(**relations))
+            grade = textstat.flesch_kincaid_grade(text)
+            by_category.setdefault(info["category"], []).append((len(text.split()), grade))
+            key = json.dumps(info["config"]["relations"], sort_keys=True)
+            cfg = cfg_cache.setdefault(key, RelationConfig(**info["config"]["relations"]))
             if info["scene_file"] not in scenes:
                 scenes[info["scene_file"]] = SceneView(load_scene(folder / info["scene_file"]))
-            view = scenes[info["scene_file"]]
             program = program_from_dict(info["program"])
-            smaller = resting = ambiguous = False
-            for ref in refs_of(program):
-                readings, anchor = view.readings(ref, cfg)
-                ambiguous |= len(readings) != 1
-                if anchor is None or len(readings) != 1:
-                    continue
-                (obj,) = readings
-                movable = anchor.placement == "surface" or anchor.parent_id is not None
-                smaller |= movable and _volume(anchor) < _volume(obj)
-                resting |= anchor.parent_id == obj.id
-            flags["anchor_smaller_movable"] += smaller
-            flags["anchor_rests_on_referent"] += resting
-            flags["non_unique_description"] += ambiguous
+            found, judged, unrelated = program_flags(
+                program, scenes[info["scene_file"]], cfg, prior
+            )
+            flags.update(k for k, v in (text_flags(text) | found).items() if v)
+            relations.update(judged=judged, unrelated=unrelated)
+    return _summary(by_category, flags, relations, vocab)
+
+
+def _summary(
+    by_category: dict[str, list[tuple[int, float]]],
+    flags: Counter[str],
+    relations: Counter[str],
+    vocab: set[str],
+) -> dict[str, Any]:
+    """The JSON report of :func:`audit`."""
+    words = [n for rows in by_category.values() for n, _ in rows]
     arr = np.asarray(words)
+    total = len(words)
     templates = load_templates()
     return {
         "episodes": total,
-        "categories": dict(sorted(per_category.items())),
+        "categories": {name: len(rows) for name, rows in sorted(by_category.items())},
         "percent": {k: round(100.0 * v / max(total, 1), 1) for k, v in sorted(flags.items())},
         "words": {
             "mean": round(float(arr.mean()), 1),
@@ -203,8 +306,25 @@ def audit(folder: Path) -> dict[str, Any]:
             "max": int(arr.max()),
             "histogram_by_10": dict(sorted(Counter(int(w) // 10 * 10 for w in words).items())),
         },
+        "relations_judged": relations["judged"],
+        "relations_unrelated_percent": round(
+            100.0 * relations["unrelated"] / max(relations["judged"], 1), 1
+        ),
+        "per_category": {name: _category_row(rows) for name, rows in sorted(by_category.items())},
         "vocabulary_size": len(vocab),
         "templates": {c: len(templates.variants(c)) for c in SLOTS},
+    }
+
+
+def _category_row(rows: list[tuple[int, float]]) -> dict[str, float]:
+    """Word-count mean / median / p90 and the mean Flesch–Kincaid grade of one category."""
+    counts = np.array([n for n, _ in rows])
+    return {
+        "n": len(rows),
+        "words_mean": round(float(counts.mean()), 1),
+        "words_p50": float(np.quantile(counts, 0.5)),
+        "words_p90": float(np.quantile(counts, 0.9)),
+        "fk_grade": round(float(np.mean([g for _, g in rows])), 1),
     }
 
 
