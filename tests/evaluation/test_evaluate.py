@@ -487,3 +487,20 @@ def test_table3_legend_states_each_cells_workload() -> None:
     for renderable in terminal_tables(table2([("a", records)]), table):
         console.print(renderable)
     assert "largest gaps 0.00 targets and 10.0 %" in console.export_text()
+
+
+def test_table3_legend_gives_each_source_its_own_workload_line() -> None:
+    """Two source datasets whose episode ids coincide: one workload line each, from its own
+    episodes (pooled, the ids would mix the groups and the cells would mix their lengths)."""
+    cell = {"episode_id": 0, "depth": 1, "chain": 1, "subgoals_total": 0, "reference_path_length": 4.0, "source_dataset": "ithor"}  # fmt: skip
+    ithor = [cell, cell | {"episode_id": 1, "depth": 2, "reference_path_length": 5.0}]
+    procedural = [
+        r | {"source_dataset": "procedural", "reference_path_length": 2 * r["reference_path_length"] + 2}
+        for r in ithor
+    ]  # fmt: skip
+    lines = table3([("a", ithor + procedural)]).to_markdown().splitlines()
+    assert lines[-3:] == [
+        "Gold-path workload per cell (mean targets / mean reference length), ithor: d=1,ℓ=1 1.00 / 4.0 m, d=2,ℓ=1 1.00 / 5.0 m; largest gaps 0.00 targets and 25.0 %",
+        "",
+        "Gold-path workload per cell (mean targets / mean reference length), procedural: d=1,ℓ=1 1.00 / 10.0 m, d=2,ℓ=1 1.00 / 12.0 m; largest gaps 0.00 targets and 20.0 %",
+    ]  # fmt: skip

@@ -112,11 +112,12 @@ WORKLOAD_LEGEND = "Gold-path workload per cell (mean targets / mean reference le
 """Start of Table 3's workload line (:func:`workload_legend`)."""
 
 
-def workload_legend(records: Sequence[Record]) -> str:
+def workload_legend(records: Sequence[Record], source: str = "") -> str:
     """Table 3's workload line: per depth / chain cell, the episodes' mean targets on the gold
     path (subgoals and goal) and mean reference-path length, and the largest gaps between two
     cells, so a reader sees whether the columns differ in their logic only (issue 26). Episodes
-    are counted once however many runs scored them.
+    are counted once however many runs scored them, so ``records`` hold one source dataset
+    (episode ids are unique within one), named by ``source`` when given.
 
     >>> recs = [{"episode_id": 1, "depth": 1, "chain": 1, "subgoals_total": 1,
     ...          "reference_path_length": 10.0},
@@ -138,7 +139,7 @@ def workload_legend(records: Sequence[Record]) -> str:
     shown = ", ".join(f"{name} {t:.2f} / {m:.1f} m" for name, t, m in cells)
     gaps = mean_gaps((t, m) for _, t, m in cells)
     return (
-        f"{WORKLOAD_LEGEND}: {shown}; "
+        f"{WORKLOAD_LEGEND}{f', {source}' if source else ''}: {shown}; "
         f"largest gaps {gaps['targets']:.2f} targets and {100 * gaps['length']:.1f} %"
     )
 
@@ -180,8 +181,8 @@ class ResultTable:
         decimals: decimals shown in Markdown and rich output.
         note: a second caption line (e.g. how nDTW was computed), empty for none.
         legend: lines below the table (what its columns mean), empty for none.
-        workload: Table 3's workload line (:func:`workload_legend`), empty for none; it
-            follows the legend wherever the legend is shown.
+        workload: Table 3's workload lines (:func:`workload_legend`, one per source
+            dataset), empty for none; they follow the legend wherever the legend is shown.
     """
 
     title: str
@@ -194,8 +195,8 @@ class ResultTable:
 
     @property
     def captions(self) -> list[str]:
-        """The lines below the table: the legend's, then the workload line."""
-        return [*self.legend.splitlines(), *filter(None, [self.workload])]
+        """The lines below the table: the legend's, then the workload lines."""
+        return [*self.legend.splitlines(), *self.workload.splitlines()]
 
     @property
     def columns(self) -> list[str]:
@@ -374,7 +375,7 @@ def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[Renderab
 
 
 def _workload_lines(table_3: ResultTable) -> list[Text]:
-    """Table 3's workload line, for the terminal (the other legend is Table 2's)."""
+    """Table 3's workload lines, for the terminal (the other legend is Table 2's)."""
     return [Text(table_3.workload)] if table_3.workload else []
 
 
@@ -475,8 +476,8 @@ def table3(
     runs: Runs, *, diagnostics: bool = False, source_key: str = "source_dataset"
 ) -> ResultTable:
     """Paper Table 3: BSA_branch, CSR_all, BSA (paper), CSR (paper) over the depth and chain
-    sweeps, with :data:`PAPER_METRICS_LEGEND` and the cells' :func:`workload_legend` as
-    legend.
+    sweeps, with :data:`PAPER_METRICS_LEGEND` and the cells' :func:`workload_legend` (one line
+    per source dataset) as legend.
 
     Args:
         runs: ``{name: records}`` or ``[(name, records), …]``, in row order.
@@ -505,8 +506,13 @@ def table3(
     ]
     title = "Table 3: scaling with logical depth d and chain length ℓ (%)"
     table = _build(title, runs, groups, 2, diagnostics)
-    workload = workload_legend([r for _, records in _runs(runs) for r in records])
-    return dataclasses.replace(table, workload=workload)
+    records = [r for _, recs in _runs(runs) for r in recs]
+    lines = (
+        workload_legend([r for r in records if select(r)], source if len(sources) > 1 else "")
+        for source, select in sources
+        if source != "all"
+    )
+    return dataclasses.replace(table, workload="\n".join(filter(None, lines)))
 
 
 def coverage_table(
