@@ -53,7 +53,7 @@ _WORD = re.compile(r"[a-z]+")
 def one_vs_rest_logistic(**params: Any) -> OneVsRestClassifier:
     """L2 logistic regression, one branch against the rest, fitted by liblinear (its own
     trust-region Newton method, no BLAS): the fit is the same on every machine, where lbfgs's
-    moved with the BLAS kernel (``OPENBLAS_CORETYPE``) by up to 5 pp on one dataset."""
+    moved with the BLAS kernel (``OPENBLAS_CORETYPE``): up to 4.9 pp on one dataset."""
     return OneVsRestClassifier(LogisticRegression(solver="liblinear", **params))
 
 
