@@ -20,7 +20,7 @@ Reads a generated dataset folder (every split) and prints, per episode:
   presence condition outside the informative band (the catalogue's probability that the room
   type holds the category outside :data:`PRESENCE_BAND`), or relating two objects a person
   would not relate (neither on one support surface nor one resting on the other, not placed
-  together by the catalogue, and a wall between them or in different rooms); and per Table-1
+  together by the catalogue, and a wall between their centres); and per Table-1
   category the word counts and the Flesch–Kincaid grade (``textstat``).
 
     PYTHONPATH=src python benchmarks/bench_language.py /tmp/ds
@@ -170,9 +170,9 @@ class SceneView:
         the other, placed together by the catalogue, or no wall between them."""
         if a.parent_id is not None and a.parent_id in (b.parent_id, b.id):
             return True
-        if b.parent_id == a.id or a.category in anchors.get(b.category, ()):
+        if b.parent_id == a.id:
             return True
-        if b.category in anchors.get(a.category, ()):
+        if a.category in anchors.get(b.category, ()) or b.category in anchors.get(a.category, ()):
             return True
         if self._area is None:
             self._area = build_nav_area(self.scene)
