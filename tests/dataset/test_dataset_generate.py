@@ -31,7 +31,7 @@ CONFIG = GenerateConfig(
     scenes=10, per_scene=40, seed=3, branch_steps=(1, 2, 3), val_seen_share=0.25
 )
 """Arms of 1–3 targets, so in-branch subgoals are covered (the default design takes one), and
-a quarter of the seen houses' unpaired episodes in val_seen."""
+a val_seen share that gives the pairs split two pairs (0.1 gives none here)."""
 
 
 def _read(path: Path) -> Any:
@@ -390,14 +390,15 @@ def _pair_ids(root: Path, split: str) -> Counter[str]:
     return Counter(str(i["pair_id"]) for i in labels if i.get("pair_id") is not None)
 
 
-def test_counterfactual_pairs_are_whole_and_in_the_pairs_split_only(dataset: Path) -> None:
-    """Issue 26 item 5: every minimal pair is in the ``pairs`` split (both members, which share
-    a seen house and a start and differ in their gold leaf); train, val_seen, val_unseen and
-    test hold no pair member."""
+def test_counterfactual_pairs_are_whole_and_in_no_evaluation_split(dataset: Path) -> None:
+    """Issue 26 item 5: the pairs of the val_seen share form the ``pairs`` split (both members,
+    which share a house and a start and differ in their gold leaf); val_seen, val_unseen and
+    test hold no pair member; train keeps its own pairs, none shared with ``pairs``."""
     pairs = _pair_ids(dataset, "pairs")
     assert pairs and set(pairs.values()) == {2}, pairs
-    for split in ("train", "val_seen", "val_unseen", "test"):
+    for split in ("val_seen", "val_unseen", "test"):
         assert not _pair_ids(dataset, split), split
+    assert _pair_ids(dataset, "train") and not set(_pair_ids(dataset, "train")) & set(pairs)
     members: dict[str, list[dict]] = {}
     for episode in _read(split_path(dataset, "pairs"))["episodes"]:
         members.setdefault(episode["info"]["condvln"]["pair_id"], []).append(episode)
@@ -408,33 +409,25 @@ def test_counterfactual_pairs_are_whole_and_in_the_pairs_split_only(dataset: Pat
         assert a["info"]["condvln"]["leaf_index"] != b["info"]["condvln"]["leaf_index"]
 
 
-def _move_first(copy: Path, source: str, target: str) -> dict[str, Any]:
-    """Move the first episode of split ``source`` (with its ``_gt`` entry) to ``target``."""
-    docs = {s: _read(split_path(copy, s)) for s in (source, target)}
-    gts = {s: _read(split_path(copy, s, "_gt")) for s in (source, target)}
-    moved = docs[source]["episodes"].pop(0)
-    docs[target]["episodes"].append(moved)
-    gts[target][str(moved["episode_id"])] = gts[source].pop(str(moved["episode_id"]))
-    for split in (source, target):
-        split_path(copy, split).write_bytes(gzip.compress(orjson.dumps(docs[split])))
-        split_path(copy, split, "_gt").write_bytes(gzip.compress(orjson.dumps(gts[split])))
-    return moved
-
-
-@pytest.mark.parametrize("target", ["val_seen", "train"])
-def test_validate_refuses_a_pair_member_outside_pairs(
-    dataset: Path, tmp_path: Path, target: str
+def test_validate_refuses_a_pair_member_outside_train_and_pairs(
+    dataset: Path, tmp_path: Path
 ) -> None:
-    """A pair member moved to val_seen (the layout before the pairs split) or to train (the
-    layout before every pair moved to ``pairs``), and the pair it left half in ``pairs``:
-    validate names both; a dataset without a pairs folder (older, or another tool's) is still
-    valid."""
+    """A pair member moved to val_seen (the layout before the pairs split) and the pair it
+    left half in ``pairs``: validate names both; a dataset without a pairs folder (older, or
+    another tool's) is still valid."""
     copy = tmp_path / "moved"
     shutil.copytree(dataset, copy)
-    moved = _move_first(copy, "pairs", target)
+    pairs, val_seen = (_read(split_path(copy, s)) for s in ("pairs", "val_seen"))
+    pairs_gt, val_seen_gt = (_read(split_path(copy, s, "_gt")) for s in ("pairs", "val_seen"))
+    moved = pairs["episodes"].pop(0)
+    val_seen["episodes"].append(moved)
+    val_seen_gt[str(moved["episode_id"])] = pairs_gt.pop(str(moved["episode_id"]))
+    for split, doc, gt in (("pairs", pairs, pairs_gt), ("val_seen", val_seen, val_seen_gt)):
+        split_path(copy, split).write_bytes(gzip.compress(orjson.dumps(doc)))
+        split_path(copy, split, "_gt").write_bytes(gzip.compress(orjson.dumps(gt)))
     pair = moved["info"]["condvln"]["pair_id"]
     problems = validate_dataset(copy).problems
-    assert f"{target}: episode {moved['episode_id']}: field 'info.condvln.pair_id': pair {pair} outside the pairs split" in problems  # fmt: skip
+    assert f"val_seen: episode {moved['episode_id']}: field 'info.condvln.pair_id': pair {pair} in an evaluation split (pairs belong in the pairs split)" in problems  # fmt: skip
     assert f"pairs: pair {pair} has 1 member(s), not 2" in problems
     assert any(p.startswith(f"pair {pair} is in splits ") for p in problems)
     without = tmp_path / "without"

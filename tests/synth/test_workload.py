@@ -118,25 +118,18 @@ def test_off_target_names_the_categories_a_workload_round_moves_and_which_way() 
 
 class _ScriptedRun(_Run):
     """A run whose rebalancing hands out scripted kept sets, one per round, and whose sampling
-    only counts its calls (one gathered item each): what :meth:`_Run.restore_workload` decides
-    from the gaps alone. A rebalancing that rematches strata is recorded, not scripted."""
+    only counts its calls: what :meth:`_Run.restore_workload` decides from the gaps alone."""
 
     def __init__(self, kept_per_round: list[list[Any]]) -> None:
         self.labels = ["val_unseen"] * WORKLOAD_MIN_SCENES
         self.stratum_of = {"house": "val_unseen"}
         self.kept, self.script, self.samples = kept_per_round[0], kept_per_round[1:], 0
-        self.gathered: list[int] = []
-        self.rematched: list[tuple[int | None, list[str]]] = []
 
     def sample(self, *args: Any, **kwargs: Any) -> None:
         self.samples += 1
-        self.gathered.append(self.samples)
 
-    def rebalance(self, gathered: int | None = None, rematch: Any = ()) -> None:
-        if rematch:
-            self.rematched.append((gathered, list(rematch)))
-        else:
-            self.kept = self.script.pop(0)
+    def rebalance(self) -> None:
+        self.kept = self.script.pop(0)
 
 
 def _length_gap(gap: float) -> list[Any]:
@@ -151,9 +144,7 @@ def _length_gap(gap: float) -> list[Any]:
 
 def test_workload_rounds_keep_the_round_nearest_the_limits() -> None:
     """Balancing redraws the whole union each round, so a later round can be worse: the rounds
-    end on the kept set of least excess over the limits, and stop once one is within them. A
-    set still beyond them is balanced once more from what that round had gathered, its
-    stratum's last matching free of the truth guard (``rematch``)."""
+    end on the kept set of least excess over the limits, and stop once one is within them."""
     later = [0.25, 0.40, 0.20] * WORKLOAD_ROUNDS
     gaps = [0.30, 0.15, *later[: WORKLOAD_ROUNDS - 1]]  # before the rounds, then after each
     rounds = [_length_gap(g) for g in gaps]
@@ -162,33 +153,7 @@ def test_workload_rounds_keep_the_round_nearest_the_limits() -> None:
     run.restore_workload(["val_unseen"])
     assert run.kept is rounds[1] and not run.script
     assert run.samples == 2 * WORKLOAD_ROUNDS  # both categories sit off the mean each round
-    assert run.rematched == [(2, ["val_unseen"])]  # round 1 had gathered two samples
     within = [_length_gap(0.30), _length_gap(0.05), _length_gap(0.40)]
     run = _ScriptedRun(within)
     run.restore_workload(["val_unseen"])
     assert run.kept is within[1] and len(run.script) == 1  # stopped within the limits
-    assert run.rematched == []
-
-
-def test_a_refused_row_is_passed_over_for_the_next() -> None:
-    """``may_drop`` vetoes rows: refusing every row keeps everything; refusing the rows that
-    hold a protected instance keeps every protected one and still narrows the gap."""
-    rng = np.random.default_rng(0)
-    items = _rows("simple", 2, [0] * 30 + [1] * 20 + [2] * 10, rng) + _rows(
-        "nested", 3, [0] * 10 + [1] * 20 + [2] * 30, rng
-    )
-    labels = ["seen"] * len(items)
-    kept, _ = match_workload(items, labels, np.random.default_rng(1), lambda row: False)
-    assert len(kept) == len(items)
-    protected = {id(i) for i in items[::4]}
-    refusals = Counter()
-
-    def may_drop(row: list[Any]) -> bool:
-        refused = any(id(i) in protected for i in row)
-        refusals[refused] += 1
-        return not refused
-
-    kept, _ = match_workload(items, labels, np.random.default_rng(1), may_drop)
-    assert protected <= {id(i) for i in kept}
-    assert refusals[True] > 0 and refusals[False] > 0 and len(kept) < len(items)
-    assert workload_gaps(kept)["targets"] < 0.5 * workload_gaps(items)["targets"]

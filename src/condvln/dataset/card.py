@@ -18,9 +18,9 @@ from condvln.vlnce import OPTIONAL_SPLITS, SPLITS
 
 REQUESTED_NOTE = (
     "requested = per_scene × the split's scenes (seen scenes are shared by train and val_seen by "
-    "val_seen_share), spread evenly over the six Table 1 categories; in the seen houses an "
-    "instance given a minimal-pair sibling goes with it to the pairs split (requested 0), so "
-    "train and val_seen keep about 1 - counterfactual_share of their request"
+    "val_seen_share), spread evenly over the six Table 1 categories; minimal-pair siblings come "
+    "on top in train, so it can exceed its request; the pairs of the val_seen share form the "
+    "pairs split (requested 0: it holds siblings only)"
 )
 
 

@@ -49,8 +49,8 @@ from condvln.vlnce import SCENE_INDEX, SPLITS, build_vocab, dump_gz, encode, spl
 UNPAIRED_SPLITS = ("val_unseen", "test")
 """Splits whose houses get no minimal-pair siblings: a reader who sees both members of a pair
 guesses its branch better than chance, and these splits are audited as un-guessable. Pairs
-live in the seen houses, all of them in the diagnostic ``pairs`` split, scored per pair (and
-usable as a contrastive training set): no other split holds a sibling of its own episode."""
+live in the seen houses: those of train stay there (a contrastive training signal), those
+that would land in val_seen form the diagnostic ``pairs`` split, scored per pair."""
 
 
 class GenerateConfig(BaseModel):
@@ -233,21 +233,18 @@ def requested_episodes(groups: dict[int, str], config: GenerateConfig) -> dict[s
 
 
 def _split_of(group: str, inst: Instance, config: GenerateConfig) -> str:
-    """The split of an instance of a scene in ``group``: members of a minimal pair go to
-    ``pairs``, so no other split holds a sibling of its own episode; seen scenes' other
-    instances go to train or val_seen by a hash of the instance's scene and start, so balancing
-    can tell the train split before episodes are built."""
+    """The split of an instance of a scene in ``group``: seen scenes' instances go to train or
+    val_seen by a hash of the instance's scene and start (a minimal pair stays together), so
+    balancing can tell the train split before episodes are built; members of a pair bound for
+    val_seen go to ``pairs`` instead, so no evaluation split holds a sibling of its own
+    episode."""
     if group != "seen":
         return group
-    if inst.pair_id:
-        return "pairs"
-    key = f"{inst.scene_id}/{inst.start}"
+    key = f"{inst.scene_id}/{inst.start}"  # a minimal pair shares its start
     digest = hashlib.sha256(f"{config.seed}:{key}".encode()).digest()
-    return (
-        "train"
-        if int.from_bytes(digest[:8], "little") / 2**64 >= config.val_seen_share
-        else "val_seen"
-    )
+    if int.from_bytes(digest[:8], "little") / 2**64 >= config.val_seen_share:
+        return "train"
+    return "pairs" if inst.pair_id else "val_seen"
 
 
 def _is_train(inst: Instance, group: str, config: GenerateConfig) -> bool:

@@ -295,9 +295,9 @@ SHARING_ALLOWED = {frozenset(p) for p in itertools.combinations(("train", "val_s
 """Split pairs that may share houses (val_seen and pairs: other instructions in the training
 houses)."""
 
-PAIRLESS = ("train", "val_seen", "val_unseen", "test")
-"""Splits that hold no counterfactual pair member (a reader comparing siblings would guess
-their branches, and a pair is scored as a whole): pairs live in ``pairs``."""
+PAIRLESS = ("val_seen", "val_unseen", "test")
+"""Evaluation splits that hold no counterfactual pair member (a reader comparing siblings
+would guess their branches): pairs live in ``pairs`` (and in train)."""
 
 
 def _pair_id(ep: Any, answer: Any) -> str | None:
@@ -322,8 +322,8 @@ def _pair_problems(pairs: dict[str, dict[str, list[Any]]]) -> list[str]:
             owner.setdefault(pair, split)
             if split in PAIRLESS:
                 problems.append(
-                    f"{split}: episode {ids[0]}: field 'info.condvln.pair_id': pair {pair} "
-                    "outside the pairs split"
+                    f"{split}: episode {ids[0]}: field 'info.condvln.pair_id': pair {pair} in "
+                    "an evaluation split (pairs belong in the pairs split)"
                 )
             elif split == "pairs" and len(ids) != 2:
                 problems.append(f"pairs: pair {pair} has {len(ids)} member(s), not 2")
@@ -371,7 +371,7 @@ def validate_dataset(
     val_unseen and test splits must be scene-disjoint: no two splits but train, val_seen and
     pairs share a habitat scene id or a house
     (:func:`~condvln.scene.identity.scene_fingerprint` of the scene file). Counterfactual pairs
-    are whole and only in ``pairs`` (:func:`_pair_problems`).
+    are whole and only in train or ``pairs`` (:func:`_pair_problems`).
     ``progress(label, total)`` returns an ``advance()`` callback, called once per episode.
     """
     root = Path(root)

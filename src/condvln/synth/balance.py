@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,7 @@ from condvln.synth.priors import (
     predicted_leaf,
 )
 from condvln.synth.sampler import Instance
-from condvln.synth.workload import MayDrop, beyond_limits, match_workload
+from condvln.synth.workload import match_workload
 
 
 def _pick(group: list[Instance], quota: int, n_leaves: int) -> list[Instance]:
@@ -247,53 +247,6 @@ def _drop_if_better(
     return False
 
 
-def _truth_guard(
-    items: list[Instance], labels: list[str], priors: dict[str, dict[str, ConditionPrior]]
-) -> MayDrop:
-    """A ``may_drop`` for :func:`~condvln.synth.workload.match_workload` that refuses a row
-    whose drop takes any of its balance keys (:func:`_balance_keys`: condition groups and
-    types, blind priors' hits, rooms) further beyond its slack, so matching the workload cannot
-    undo the truth pass before it."""
-    keys = {
-        id(i): _balance_keys(i, lab, priors.get(lab, {}))
-        for i, lab in zip(items, labels, strict=True)
-    }
-    counts: TruthCounts = Counter()
-    for item_keys in keys.values():
-        counts.update(item_keys)
-
-    def may_drop(row: list[Instance]) -> bool:
-        touched = {k for i in row for k, _ in keys[id(i)]}
-        before = {k: _skew(counts, [k]) for k in touched}
-        for i in row:
-            counts.subtract(keys[id(i)])
-        if all(_skew(counts, [k]) <= before[k] for k in touched):
-            return True
-        for i in row:
-            counts.update(keys[id(i)])
-        return False
-
-    return may_drop
-
-
-def _unmatched(
-    items: list[Instance], labels: list[str], rematch: Collection[str]
-) -> MayDrop | None:
-    """A ``may_drop`` that lets rows go only in the strata of ``rematch`` whose categories still
-    differ in workload beyond :data:`~condvln.synth.workload.LIMITS` (None when there is
-    none)."""
-    by_stratum: dict[str, list[Instance]] = defaultdict(list)
-    for inst, label in zip(items, labels, strict=True):
-        by_stratum[label].append(inst)
-    beyond = {
-        label for label, group in by_stratum.items() if label in rematch and beyond_limits(group)
-    }
-    if not beyond:
-        return None
-    label_of = {id(i): lab for i, lab in zip(items, labels, strict=True)}
-    return lambda row: label_of[id(row[0])] in beyond
-
-
 def _trim_rows(  # long: one greedy loop whose guards share its counters
     items: list[Instance],
     labels: list[str],
@@ -377,7 +330,6 @@ def balance(  # long: the docstring states every pass in the order it runs
     seed: int,
     strata: Sequence[str] | None = None,
     train: Callable[[Instance, str], bool] | None = None,
-    rematch: Collection[str] = (),
 ) -> list[Instance]:
     """Subsample ``instances``: equal gold-leaf counts per cell, truths balanced per group,
     blind priors held at chance.
@@ -395,12 +347,8 @@ def balance(  # long: the docstring states every pass in the order it runs
     evened within each stratum (:func:`~condvln.synth.workload.match_workload`), a last pass
     (at most :data:`FINAL_TRIM` of a stratum) evens the truths and holds the same priors at
     chance again, since matching drops rows without looking at them, and the workload is
-    matched once more, since that pass drops rows without looking at the workload — refusing
-    any row whose drop would take a truth or prior key further beyond its slack
-    (:func:`_truth_guard`); a stratum of ``rematch`` that this leaves beyond the workload
-    limits is matched once more without that guard (:func:`_unmatched`: generation asks for
-    it when its sampling rounds could not bring a small split within them). The order of
-    ``instances`` is preserved.
+    matched once more, since that pass drops rows without looking at the workload. The order
+    of ``instances`` is preserved.
     """
     rng = np.random.default_rng(seed)
     position = {id(inst): i for i, inst in enumerate(instances)}
@@ -432,11 +380,7 @@ def balance(  # long: the docstring states every pass in the order it runs
         chosen, chosen_labels = _kept(chosen, chosen_labels, rng, priors, SECOND_TRIM, training)
     chosen, chosen_labels = match_workload(chosen, chosen_labels, rng)
     chosen, chosen_labels = _kept(chosen, chosen_labels, rng, priors, FINAL_TRIM)
-    guard = _truth_guard(chosen, chosen_labels, priors)
-    chosen, chosen_labels = match_workload(chosen, chosen_labels, rng, guard)
-    unmatched = _unmatched(chosen, chosen_labels, rematch)
-    if unmatched is not None:
-        chosen, chosen_labels = match_workload(chosen, chosen_labels, rng, unmatched)
+    chosen, chosen_labels = match_workload(chosen, chosen_labels, rng)
     chosen.sort(key=lambda inst: position[id(inst)])
     members = Counter(i.pair_id for i in chosen if i.pair_id is not None)
     return [

@@ -394,12 +394,10 @@ class _Run:
             self.gathered.extend(found)
             self.rejections.update(rejected)
 
-    def rebalance(self, gathered: int | None = None, rematch: Collection[str] = ()) -> None:
-        """Balance the first ``gathered`` instances gathered (all by default;
-        :func:`~condvln.synth.balance.balance`, with ``rematch``)."""
-        items = self.gathered[:gathered]
-        strata = [self.stratum_of[i.scene_id] for i in items]
-        self.kept = balance(items, self.template.seed, strata, self.train, rematch)
+    def rebalance(self) -> None:
+        """Balance everything gathered so far (:func:`~condvln.synth.balance.balance`)."""
+        strata = [self.stratum_of[i.scene_id] for i in self.gathered]
+        self.kept = balance(self.gathered, self.template.seed, strata, self.train)
 
     def top_up(self, per_scene: int) -> None:
         """Sample again, with fresh seeds (:data:`TOP_UPS` rounds at most), in the scenes of
@@ -444,11 +442,8 @@ class _Run:
         :data:`WORKLOAD_PERSISTENCE`; balancing then matches the union. Balancing draws the
         whole union afresh, so a round can also move a stratum away from the limits: the kept
         set is the one, of all rounds, whose largest :func:`~condvln.synth.workload.excess`
-        is least. Strata within the limits are left as they are. A stratum that even that set
-        leaves beyond the limits is balanced once more with its last workload matching free to
-        drop rows that unbalance truths (``rematch`` of
-        :func:`~condvln.synth.balance.balance`): at this size the workload comes first."""
-        best = (self._workload_excess(strata), self.kept, len(self.gathered))
+        is least. Strata within the limits are left as they are."""
+        best = (self._workload_excess(strata), self.kept)
         for attempt in range(WORKLOAD_ROUNDS):
             wanted = self._workload_wanted(strata)
             if not wanted:
@@ -459,15 +454,8 @@ class _Run:
                 top_up = WORKLOAD_SEEDS + attempt * len(SKELETONS) * len(strata) + k
                 self.sample({label: rows}, top_up, None, category, WORKLOAD_PERSISTENCE, horizons)
             self.rebalance()
-            best = min(
-                best,
-                (self._workload_excess(strata), self.kept, len(self.gathered)),
-                key=lambda b: b[0],
-            )
+            best = min(best, (self._workload_excess(strata), self.kept), key=lambda b: b[0])
         self.kept = best[1]
-        beyond = [lab for lab, kept in self._controlled(strata).items() if beyond_limits(kept)]
-        if beyond:
-            self.rebalance(best[2], beyond)
 
     def _controlled(self, strata: Collection[str]) -> dict[str, list[Instance]]:
         """The kept instances of every stratum of ``strata`` with :data:`WORKLOAD_MIN_SCENES`."""

@@ -14,7 +14,7 @@ so that a difference between categories in a results table is one of logic, not 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -34,9 +34,6 @@ LENGTH_TOLERANCE = 0.03
 
 MAX_DROP = 0.3
 """Largest share of a category (in one stratum) matching may drop."""
-
-MayDrop = Callable[[list[Instance]], bool]
-"""Asked before a row is dropped: whether it may go (a caller that says yes counts it gone)."""
 
 
 def gold_targets(inst: Instance) -> int:
@@ -87,21 +84,15 @@ def _cost(excess: tuple[float, float]) -> float:
 
 
 def _match_category(
-    items: list[Instance],
-    goal: tuple[float, float],
-    rng: np.random.Generator,
-    budget: int,
-    may_drop: MayDrop | None = None,
+    items: list[Instance], goal: tuple[float, float], rng: np.random.Generator, budget: int
 ) -> list[Instance]:
     """Drop whole rows (one instance of every gold leaf of one bucket, so gold leaves stay
-    balanced, one of them nearest the start: :func:`_worst_row`) while that brings the
-    category's means nearer the goal, at most ``budget`` instances: each time the row whose
-    members pull the means furthest the wrong way, ties at random. A row ``may_drop`` refuses
-    is passed over (its members until the next drop) for the next one."""
+    balanced, one of them nearest the start: :func:`_worst_row`) while that brings the category's means nearer the goal, at most ``budget``
+    instances: each time the row whose members pull the means furthest the wrong way, ties at
+    random."""
     targets = np.array([gold_targets(i) for i in items], dtype=float)
     lengths = np.array([i.gold_length or 0.0 for i in items])
     keep = np.ones(len(items), dtype=bool)
-    refused = np.zeros(len(items), dtype=bool)
     ties = rng.random(len(items)) * 1e-9
     cells: dict[str, list[list[int]]] = defaultdict(lambda: [[] for _ in range(items[0].n_leaves)])
     for j, inst in enumerate(items):
@@ -113,18 +104,14 @@ def _match_category(
         pull = excess[0] * (targets - targets[keep].mean()) / TARGET_TOLERANCE + ties
         if goal[1] > 0:
             pull += excess[1] * (lengths - lengths[keep].mean()) / (goal[1] * LENGTH_TOLERANCE)
-        row = _worst_row(items, cells, keep & ~refused, np.where(keep, pull, -np.inf))
+        row = _worst_row(items, cells, keep, np.where(keep, pull, -np.inf))
         if row is None:
             break
         trial = keep.copy()
         trial[row] = False
         if _cost(_excess(targets[trial].mean(), lengths[trial].mean(), goal)) >= _cost(excess):
             break
-        if may_drop is not None and not may_drop([items[m] for m in row]):
-            refused[row] = True
-            continue
         keep, budget = trial, budget - len(row)
-        refused[:] = False
     return [inst for inst, k in zip(items, keep, strict=True) if k]
 
 
@@ -169,15 +156,12 @@ them, so categories that cannot move pull the goal towards themselves."""
 
 
 def match_workload(
-    items: Sequence[Instance],
-    labels: Sequence[str],
-    rng: np.random.Generator,
-    may_drop: MayDrop | None = None,
+    items: Sequence[Instance], labels: Sequence[str], rng: np.random.Generator
 ) -> tuple[list[Instance], list[str]]:
     """Within each stratum (``labels``, one per instance), bring every category's mean gold-path
     targets and length (:attr:`Instance.gold_length`; 0 where unmeasured) to a common goal,
-    dropping at most :data:`MAX_DROP` of a category and no row ``may_drop`` refuses; returns
-    the kept instances and their labels, order preserved."""
+    dropping at most :data:`MAX_DROP` of a category; returns the kept instances and their
+    labels, order preserved."""
     groups: dict[tuple[str, str], list[Instance]] = defaultdict(list)
     for inst, label in zip(items, labels, strict=True):
         groups[label, inst.bucket.category].append(inst)
@@ -188,7 +172,7 @@ def match_workload(
             means = [_means(groups[key]) for key in members]
             goal = (float(np.mean([m[0] for m in means])), float(np.mean([m[1] for m in means])))
             for key in members:
-                kept = _match_category(groups[key], goal, rng, budget[key], may_drop)
+                kept = _match_category(groups[key], goal, rng, budget[key])
                 budget[key] -= len(groups[key]) - len(kept)
                 groups[key] = kept
     kept_ids = {id(i) for group in groups.values() for i in group}
