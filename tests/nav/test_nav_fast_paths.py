@@ -83,3 +83,72 @@ def test_contains_agrees_with_shapely(house: str) -> None:
     )
     expected = shapely.intersects_xy(poly.polygon, points[:, 0], points[:, 1])
     np.testing.assert_array_equal(poly.contains(points), expected)
+
+
+def _full_scan(poly: NavPolygon, points: np.ndarray, reach: float) -> tuple[np.ndarray, ...]:
+    """The definition :func:`~condvln.nav._visibility.nearest_boundary` keeps: every edge of
+    every hash cell within ``reach``, cells in row-major order, the first strictly nearest edge
+    wins; beyond ``reach``, ``inf`` and the point itself."""
+    ox, oz, size, rows, cols = poly.grid.tolist()
+    out, gaps = points.copy(), np.full(len(points), math.inf)
+    for i, (px, pz) in enumerate(points):
+        r0, r1 = max(math.floor((pz - reach - oz) / size), 0), min(math.floor((pz + reach - oz) / size), int(rows) - 1)  # fmt: skip
+        c0, c1 = max(math.floor((px - reach - ox) / size), 0), min(math.floor((px + reach - ox) / size), int(cols) - 1)  # fmt: skip
+        for cell in (r * int(cols) + c for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)):
+            for e in poly.cell_edges[poly.cell_start[cell] : poly.cell_start[cell + 1]]:
+                (ax, az), (bx, bz) = poly.xy[e], poly.xy[poly.nxt[e]]
+                ex, ez = bx - ax, bz - az
+                t = min(max(((px - ax) * ex + (pz - az) * ez) / (ex * ex + ez * ez), 0.0), 1.0)
+                qx, qz = ax + t * ex, az + t * ez
+                if math.hypot(px - qx, pz - qz) < gaps[i]:
+                    gaps[i], out[i] = math.hypot(px - qx, pz - qz), (qx, qz)
+    far = gaps > reach
+    gaps[far], out[far] = math.inf, points[far]
+    return out, gaps
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_nearest_boundary_by_rings_equals_the_full_scan(seed: int) -> None:
+    """The same nearest points, ties included: points equidistant from the two edges of a vertex
+    (on its bisector, outside), points near edges, random points and far points, at three
+    reaches (the distances to the last bit of ``math.hypot``, which numba and CPython compute
+    apart)."""
+    poly = _room_with_obstacles(seed)
+    rng = np.random.default_rng(seed)
+    lo, hi = poly.xy.min(axis=0) - 2, poly.xy.max(axis=0) + 2
+    v, a, b = poly.xy, poly.xy[poly.prev], poly.xy[poly.nxt]
+    bisector = (v - a) / np.hypot(*(v - a).T)[:, None] + (v - b) / np.hypot(*(v - b).T)[:, None]
+    tied = v + 0.1 * bisector / np.hypot(*bisector.T)[:, None]
+    points = np.vstack(
+        [
+            rng.uniform(lo, hi, size=(1500, 2)),
+            tied,
+            v + rng.normal(0, 0.05, size=v.shape),
+            (v + b) / 2 + rng.normal(0, 0.05, size=v.shape),
+        ]
+    )
+    for reach in (0.2, 0.5, 20.0):
+        got = vis.nearest_boundary(
+            poly.xy, poly.nxt, poly.cell_start, poly.cell_edges, poly.grid, points, reach
+        )
+        expected = _full_scan(poly, points, reach)
+        np.testing.assert_array_equal(got[0], expected[0])  # the same edge wins every tie
+        np.testing.assert_allclose(got[1], expected[1], rtol=0, atol=1e-15)  # hypot's last bit
+
+
+def test_a_stop_position_after_its_trajectory_is_located_once() -> None:
+    """Scoring the leaf goals at the stop position reuses its location from the trajectory
+    (the same distances as a fresh engine); another single point is located afresh."""
+    geo, fresh = (SceneGeodesic(load("procedural", "0")) for _ in range(2))
+    ground = geo.navigator.polygon.xy[:40:4] + 0.05
+    points = np.column_stack([ground[:, 0], np.zeros(len(ground)), ground[:, 1]])
+    goal = points[:1] + np.array([[0.3, 0.0, 0.0]])
+    expected = fresh.rows(points[-1:], goal, 1.0)
+    geo.field(goal[0])  # solved (and its goal located) before counting
+    calls = []
+    locate = geo.navigator.polygon.locate
+    geo.navigator.polygon.locate = lambda *a: calls.append(len(a[0])) or locate(*a)
+    geo.rows(points, goal, 1.0)
+    np.testing.assert_array_equal(geo.rows(points[-1:], goal, 1.0), expected)
+    geo.rows(points[:1], goal, 1.0)
+    assert calls == [len(points), 1]

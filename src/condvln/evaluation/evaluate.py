@@ -176,6 +176,7 @@ class SceneGeodesic:
         polygon = self.navigator.polygon
         self._vertex_table = np.empty((0, polygon.reflex.size))  # each field's vertex distances
         self._goal_table = np.empty((0, 3))  # each field's (snapped) goal
+        self._last = (b"", np.empty((1, 2)), np.zeros(1, dtype=bool))  # the last point located
 
     def field(self, target: FloatArray) -> ExactField:
         """The exact field of ``target`` (solved once; :class:`Unreachable` if off-map)."""
@@ -210,7 +211,7 @@ class SceneGeodesic:
         moved[1:] = (points[1:] != points[:-1]).any(axis=1)
         unique, inverse = np.ascontiguousarray(points[moved]), np.cumsum(moved) - 1
         polygon = self.navigator.polygon
-        snapped, ok = polygon.locate(unique[:, [0, 2]], NAV_CONFIG.max_snap)
+        snapped, ok = self._locate(unique)
         index = self._table_rows(np.asarray(targets, dtype=np.float64))
         out = metric_rows(
             *polygon.kernel_args,
@@ -225,6 +226,17 @@ class SceneGeodesic:
             float(np.nextafter(radius, np.inf)),
         )
         return out[:, inverse]
+
+    def _locate(self, unique: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
+        """:meth:`~condvln.nav.polygon.NavPolygon.locate` of the ground points of ``unique``;
+        the last point is remembered, so scoring a stop position after its trajectory (the
+        leaf goals of :func:`~condvln.evaluation.scoring.score_episode`) locates it once."""
+        key = unique[-1].tobytes()
+        if len(unique) == 1 and key == self._last[0]:
+            return self._last[1], self._last[2]
+        snapped, ok = self.navigator.polygon.locate(unique[:, [0, 2]], NAV_CONFIG.max_snap)
+        self._last = (key, snapped[-1:], ok[-1:])
+        return snapped, ok
 
     def _table_rows(self, targets: FloatArray) -> NDArray[np.int64]:
         """The rows of ``targets``' fields in the vertex and goal tables (solved once each)."""

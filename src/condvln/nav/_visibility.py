@@ -601,6 +601,73 @@ def metric_rows(  # long: one compiled kernel over the query arrays; helpers wou
     return out
 
 
+RING_SLACK = 1e-9
+"""Metres by which a nearest boundary point must lie inside the rings of hash cells searched
+so far before the search stops (rounding never hides a nearer edge)."""
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_cell(
+    xy: np.ndarray,
+    nxt: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    cell: int,
+    px: float,
+    pz: float,
+    best: np.ndarray,
+) -> None:
+    """Fold the edges of hash cell ``cell`` into ``best`` = [gap, qx, qz, edge, tied]: the
+    nearest boundary point to ``(px, pz)`` so far, its edge, and whether another edge is as
+    near (the first edge found keeps the point, as in a row-major scan)."""
+    for k in range(cell_start[cell], cell_start[cell + 1]):
+        e = cell_edges[k]
+        ax, az = xy[e, 0], xy[e, 1]
+        ex, ez = xy[nxt[e], 0] - ax, xy[nxt[e], 1] - az
+        t = ((px - ax) * ex + (pz - az) * ez) / (ex * ex + ez * ez)
+        t = min(max(t, 0.0), 1.0)
+        qx, qz = ax + t * ex, az + t * ez
+        d = math.hypot(px - qx, pz - qz)
+        if d < best[0]:
+            best[0], best[1], best[2], best[3], best[4] = d, qx, qz, e, 0.0
+        elif d == best[0] and e != best[3]:
+            best[4] = 1.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _nearest_by_rings(
+    xy: np.ndarray,
+    nxt: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    px: float,
+    pz: float,
+    span: np.ndarray,
+    best: np.ndarray,
+) -> None:
+    """The nearest boundary point among the cells of ``span`` (rows r0..r1, columns c0..c1),
+    searched in square rings around the point's cell: once it is nearer than the rings'
+    inner radius, no farther cell can hold a nearer (or an equally near) edge."""
+    ox, oz, size, cols = grid[0], grid[1], grid[2], int(grid[4])
+    r0, r1, c0, c1 = span[0], span[1], span[2], span[3]
+    row, col = math.floor((pz - oz) / size), math.floor((px - ox) / size)
+    ring = 0
+    while True:
+        for r in range(max(row - ring, r0), min(row + ring, r1) + 1):
+            if r in (row - ring, row + ring):  # the ring's top or bottom: every column
+                first, last, step = max(col - ring, c0), min(col + ring, c1), 1
+            else:  # its sides: two columns (one in ring 0)
+                first, last, step = col - ring, col + ring, max(2 * ring, 1)
+            for c in range(first, last + 1, step):
+                if c0 <= c <= c1:
+                    _scan_cell(xy, nxt, cell_start, cell_edges, r * cols + c, px, pz, best)
+        covered = row - ring <= r0 and row + ring >= r1 and col - ring <= c0 and col + ring >= c1
+        if covered or best[0] < ring * size - RING_SLACK:
+            return
+        ring += 1
+
+
 @numba.njit(cache=True, nogil=True)
 def nearest_boundary(
     xy: np.ndarray,
@@ -612,31 +679,32 @@ def nearest_boundary(
     reach: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The nearest boundary point to each point ``(M, 2)`` among the edges within ``reach``
-    (through the edge hash), and its distance (``inf`` and the point itself when none is)."""
+    (through the edge hash), and its distance (``inf`` and the point itself when none is).
+
+    Cells are searched in rings around the point's (:func:`_nearest_by_rings`); when two
+    edges are equally near, every cell within ``reach`` is scanned in row-major order and the
+    first of them wins, so the result never depends on the search order."""
     ox, oz, size = grid[0], grid[1], grid[2]
     rows, cols = int(grid[3]), int(grid[4])
     m = points.shape[0]
     out = points.copy()
     gap = np.full(m, math.inf)
+    best = np.empty(5)
+    span = np.empty(4, dtype=np.int64)
     for i in range(m):
         px, pz = points[i, 0], points[i, 1]
-        c0 = max(math.floor((px - reach - ox) / size), 0)
-        c1 = min(math.floor((px + reach - ox) / size), cols - 1)
-        r0 = max(math.floor((pz - reach - oz) / size), 0)
-        r1 = min(math.floor((pz + reach - oz) / size), rows - 1)
-        for row in range(r0, r1 + 1):
-            for col in range(c0, c1 + 1):
-                cell = row * cols + col
-                for k in range(cell_start[cell], cell_start[cell + 1]):
-                    e = cell_edges[k]
-                    ax, az = xy[e, 0], xy[e, 1]
-                    ex, ez = xy[nxt[e], 0] - ax, xy[nxt[e], 1] - az
-                    t = ((px - ax) * ex + (pz - az) * ez) / (ex * ex + ez * ez)
-                    t = min(max(t, 0.0), 1.0)
-                    qx, qz = ax + t * ex, az + t * ez
-                    d = math.hypot(px - qx, pz - qz)
-                    if d < gap[i]:
-                        gap[i], out[i, 0], out[i, 1] = d, qx, qz
+        span[0] = max(math.floor((pz - reach - oz) / size), 0)
+        span[1] = min(math.floor((pz + reach - oz) / size), rows - 1)
+        span[2] = max(math.floor((px - reach - ox) / size), 0)
+        span[3] = min(math.floor((px + reach - ox) / size), cols - 1)
+        best[0], best[1], best[2], best[3], best[4] = math.inf, px, pz, -1.0, 0.0
+        _nearest_by_rings(xy, nxt, cell_start, cell_edges, grid, px, pz, span, best)
+        if best[4]:  # a tie: the first of the tied edges in row-major order, as a full scan
+            best[0], best[1], best[2], best[3], best[4] = math.inf, px, pz, -1.0, 0.0
+            for row in range(span[0], span[1] + 1):
+                for col in range(span[2], span[3] + 1):
+                    _scan_cell(xy, nxt, cell_start, cell_edges, row * cols + col, px, pz, best)
+        gap[i], out[i, 0], out[i, 1] = best[0], best[1], best[2]
     for i in range(m):
         if gap[i] > reach:
             gap[i], out[i, 0], out[i, 1] = math.inf, points[i, 0], points[i, 1]
