@@ -176,11 +176,13 @@ def _group_counts(args: tuple[SceneSpec, RelationConfig | None]) -> Counter:
     return scene_group_counts(build_scene_graph(spec.load(), relations))
 
 
-Vet = Callable[[Any, int, int, list[Instance]], tuple[list[Instance], Counter[str]]]
-"""``vet(scene, index, round, instances) -> (kept, rejections)``: a later stage's check, run on a
-scene's fresh instances in the worker that sampled them, before balancing (the dataset builds
-each episode there and attaches it as :attr:`Instance.payload`), so that what balancing keeps is
-final. It must be a picklable, pure function of its arguments."""
+Vet = Callable[[Any, int, int, list[Instance], Any], tuple[list[Instance], Counter[str]]]
+"""``vet(scene, index, round, instances, area) -> (kept, rejections)``: a later stage's check,
+run on a scene's fresh instances in the worker that sampled them, before balancing (the dataset
+builds each episode there and attaches it as :attr:`Instance.payload`), so that what balancing
+keeps is final; ``area`` is the :class:`~condvln.nav.area.NavArea` the sampler's navigator built
+(:data:`~condvln.synth.driver.GENERATION_GRID`), to share rather than build again. It must be a
+picklable, pure function of its arguments."""
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,7 @@ def _synthesize_one(task: _SceneTask) -> tuple[str, list[Instance], Counter]:
             for i in instances
         ]
     if task.vet is not None:
-        instances, vetted = task.vet(scene, task.index, task.top_up, instances)
+        instances, vetted = task.vet(scene, task.index, task.top_up, instances, result.nav.area)
         rejections = rejections + vetted
     return scene.id, instances, rejections
 

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from condvln.graph import SEMANTIC_PREDICATES, SceneGraph
-from condvln.nav import GridNavigator, Unreachable
+from condvln.nav import GridField, GridNavigator, Unreachable
 from condvln.program.ast import CATEGORY_SHAPES, Condition, Exists, Program, Ref, Relation
 from condvln.program.interpret import ProgramError, Resolution, ground, resolve, rooms_of_type
 from condvln.program.render import MAX_WORDS, compact_words, renderable_name
@@ -126,6 +126,11 @@ class SceneContext:
         targets: Usable navigation targets: object id → (description, approach point).
         groups: Truth counts per condition group over the run's scenes (``None``: ask any group,
             unweighted).
+        compass_targets: Targets only a compass qualifier describes ("north of the sink").
+        sorted_targets: The target ids, sorted; ``plain_targets`` those not in
+            ``compass_targets``.
+        target_rooms: Target id → id of its room.
+        compass_objects: Every object whose description has a compass qualifier.
     """
 
     def __init__(
@@ -147,6 +152,14 @@ class SceneContext:
         self.compass_targets = frozenset(
             oid for oid, (ref, _) in self.targets.items() if ref.relation in COMPASS_QUALIFIERS
         )
+        self.sorted_targets = sorted(self.targets)
+        self.plain_targets = [o for o in self.sorted_targets if o not in self.compass_targets]
+        self.compass_objects = frozenset(
+            oid
+            for oid, ref in self.descriptions.items()
+            if ref is not None and ref.relation in COMPASS_QUALIFIERS
+        )
+        self.target_rooms = {oid: graph.room_of(oid) for oid in self.targets}
         self.unique_rooms = [
             r.id
             for r in self.scene.rooms
@@ -159,6 +172,10 @@ class SceneContext:
         self.scene_categories = set().union(*self.room_categories.values())
         self._cells = self._room_cells()
         self._facts: dict[str, list[tuple[str, str, str, bool, GroupKey, bool]]] = {}
+        self._asked: dict[GroupKey, bool] = {}
+        self._fields: dict[str, GridField | None] = {}
+        self._askable: dict[str, list[str]] = {}
+        self._near: dict[float, tuple[np.ndarray, list[frozenset[int]]]] = {}
 
     def _room_cells(self) -> dict[str, np.ndarray]:
         area = self.nav.area
@@ -175,7 +192,31 @@ class SceneContext:
             return np.ones(len(candidates), dtype=bool)
         rows = [self._target_index[c] for c in candidates]
         cols = [self._target_index[o] for o in others]
-        return (self._target_gaps[np.ix_(rows, cols)] > distance).all(axis=1)
+        return self._separation(distance)[0][rows][:, cols].all(axis=1)
+
+    def is_apart(self, candidate: str, others: list[str], distance: float) -> bool:
+        """:meth:`far_apart` of one candidate."""
+        near = self._separation(distance)[1][self._target_index[candidate]]
+        return not any(self._target_index[o] in near for o in others)
+
+    def field_to(self, target: str) -> GridField | None:
+        """The navigator's distance field to ``target``'s approach point (``None`` when that
+        is off the navigable area), kept for the scene's other instances."""
+        if target not in self._fields:
+            try:
+                self._fields[target] = self.nav.distance_field(self.targets[target][1])
+            except Unreachable:
+                self._fields[target] = None
+        return self._fields[target]
+
+    def _separation(self, distance: float) -> tuple[np.ndarray, list[frozenset[int]]]:
+        """Which approach points lie more than ``distance`` apart (a matrix over the targets)
+        and, per target, the targets that do not (computed once per distance)."""
+        if distance not in self._near:
+            far = self._target_gaps > distance
+            near = [frozenset(np.flatnonzero(~row).tolist()) for row in far]
+            self._near[distance] = (far, near)
+        return self._near[distance]
 
     @cached_property
     def _target_gaps(self) -> np.ndarray:
@@ -187,9 +228,19 @@ class SceneContext:
 
     def asks(self, key: GroupKey) -> bool:
         """Whether conditions of this group may be asked (its truth varies across scenes)."""
-        if key[0] != "exists" and not relation_allowed(*key):
-            return False
-        return self.groups is None or self.groups.usable(key)
+        asked = self._asked.get(key)
+        if asked is None:
+            allowed = key[0] == "exists" or relation_allowed(*key)
+            asked = self._asked[key] = allowed and (self.groups is None or self.groups.usable(key))
+        return asked
+
+    def askable_categories(self, room_type: str) -> list[str]:
+        """The scene's categories, sorted, whose presence in a ``room_type`` may be asked."""
+        if room_type not in self._askable:
+            self._askable[room_type] = sorted(
+                c for c in self.scene_categories if self.asks(("exists", c, room_type))
+            )
+        return self._askable[room_type]
 
     def relation_facts(self, room_id: str) -> list[tuple[str, str, str, bool, GroupKey, bool]]:
         """The room's decided semantic facts worth asking, computed once per room.
@@ -266,28 +317,29 @@ def _choose_leaves(
     2τ from every target of the other arms (so walking one arm reaches nothing of another); the
     targets of one arm may lie close together.
     """
-    pool = sorted(ctx.targets)
+    pool = ctx.sorted_targets
     keep = rng.random(len(pool)) < COMPASS_KEEP
     pool = [o for o, k in zip(pool, keep, strict=True) if k or o not in ctx.compass_targets]
     first: list[str] = []
     if room is not None:
-        inside = [o for o in pool if ctx.graph.room_of(o) == room]
+        inside = [o for o in pool if ctx.target_rooms[o] == room]
         if not inside:
             raise Rejected("no_target_in_room")
         first = [inside[int(rng.integers(len(inside)))]]
     chosen: list[str] = list(first)
-    for oid in rng.permutation(pool).tolist():
+    for k in rng.permutation(len(pool)).tolist():  # the draws of permuting ``pool`` itself
+        oid = pool[k]
         if len(chosen) < n and oid not in chosen and _apart(ctx, oid, chosen, radius):
             chosen.append(oid)
     if len(chosen) < n:
         raise Rejected("not_enough_separated_goals")
     leaves = [chosen[i] for i in rng.permutation(n).tolist()]
     arm_of = {leaf: i for i, leaf in enumerate(leaves)}
-    inner = [o for o in pool if o not in ctx.compass_targets]
+    inner = ctx.plain_targets
     arms: list[list[str]] = [[] for _ in leaves]
     for i in (i for i in range(n) for _ in range(before)):
         rivals = [o for o, arm in arm_of.items() if arm != i]
-        order = rng.permutation(inner).tolist()
+        order = [inner[k] for k in rng.permutation(len(inner)).tolist()]
         order.sort(key=lambda o: ctx.targets[o][0].relation is not None)  # plain names first
         found = next(
             (o for o in order if o not in arm_of and _apart(ctx, o, rivals, radius)),
@@ -302,7 +354,7 @@ def _choose_leaves(
 
 def _apart(ctx: SceneContext, oid: str, others: list[str], radius: float) -> bool:
     """Whether ``oid``'s approach point lies more than 2τ from those of ``others``."""
-    return bool(ctx.far_apart([oid], others, 2.0 * radius)[0])
+    return ctx.is_apart(oid, others, 2.0 * radius)
 
 
 COMPASS_KEEP = 0.3
@@ -372,9 +424,7 @@ def _presence(
     """
     present = ctx.room_categories[room]
     room_type = ctx.room_type(room)
-    pool = sorted(
-        c for c in ctx.scene_categories if c not in used and ctx.asks(("exists", c, room_type))
-    )
+    pool = [c for c in ctx.askable_categories(room_type) if c not in used]
     if not pool:
         raise Rejected("no_presence_category")
     keys = [("exists", c, room_type) for c in pool]
@@ -401,10 +451,7 @@ def _relation(
     compass qualifier.
     """
     refs = ctx.descriptions
-
-    def compass(oid: str) -> bool:
-        return refs[oid].relation in COMPASS_QUALIFIERS  # type: ignore[union-attr]
-
+    compass = ctx.compass_objects.__contains__
     for plain_only, no_compass in ((True, True), (False, True), (False, False)):
         by_predicate: dict[str, list[tuple[str, str, GroupKey, bool]]] = {}
         for s, t, predicate, value, key, plain in ctx.relation_facts(room):
@@ -448,7 +495,7 @@ def _reference_room(
         return room, _choose_leaves(ctx, skeleton.n_leaves, rng, radius, room, before)
     arms = _choose_leaves(ctx, skeleton.n_leaves, rng, radius, None, before)
     if composition == "cross_room":
-        leaf_rooms = {ctx.graph.room_of(arm[-1]) for arm in arms}
+        leaf_rooms = {ctx.target_rooms[arm[-1]] for arm in arms}
         pool = [r for r in ctx.unique_rooms if r not in leaf_rooms]
     else:
         pool = [r.id for r in ctx.scene.rooms if len(r.objects) >= 2]
@@ -661,10 +708,8 @@ def _gold_is_nearest(ctx: SceneContext, start: Vec3, leaves: list[str], gold: in
 
 
 def _distance_to(ctx: SceneContext, target: str, point: Vec3) -> float | None:
-    try:
-        return ctx.nav.distance_field(ctx.targets[target][1]).distance(point)
-    except Unreachable:
-        return None
+    field = ctx.field_to(target)
+    return None if field is None else field.distance(point)
 
 
 BRANCH_STEPS = (1,)
