@@ -15,11 +15,15 @@ machine may be shared. The full grid takes hours on two cores:
     PYTHONPATH=src python benchmarks/bench_leakage_grid.py \\
         [--sizes 20x30 40x30 80x50] [--seeds 1 2 3] [--ithor-seeds 1 2] [--workers 2] \\
         [--out grid.json] [--keep DIR]
+
+``--from grid.json`` prints the tables of a saved run again. After the cells, each probe is
+also shown pooled over the seeds of a size (:func:`pooled`).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tempfile
 import time
@@ -97,11 +101,53 @@ def _rows(name: str, result: dict[str, Any]) -> list[str]:
             f"{cell['diff']:+7.1f} [{low:+6.1f}, {high:+6.1f}] {cell['n']:5d} "
             f"{_verdict(cell):>6} {audit:>5}"
         )
+    seconds = [result.get(k) for k in ("generate_seconds", "audit_seconds", "load_average")]
+    generate, audit_time, load = ("–" if v is None else f"{v:.1f}" for v in seconds)
     lines.append(
         f"{name:<28} train {result['report']['train_episodes']}, evaluated "
-        f"{result['report']['episodes']}; generate {result['generate_seconds']:.0f} s, audit "
-        f"{result['audit_seconds']:.0f} s, load average {result['load_average']:.1f}"
+        f"{result['report']['episodes']}; generate {generate} s, audit {audit_time} s, "
+        f"load average {load}"
     )
+    return lines
+
+
+def _group(name: str) -> str | None:
+    """The cells pooled together: a procedural size over its seeds, or the iTHOR group."""
+    words = name.split()
+    if words[0] == "procedural":
+        return f"procedural {words[1]}"
+    return "ithor" if words[0] == "ithor" else None
+
+
+def pooled(results: dict[str, Any]) -> list[str]:
+    """Each probe over every seed of a size (a family of datasets, not one draw): accuracy and
+    chance weighted by n, the difference with its standard error and z, judged at ±:data:`LIMIT`
+    pp. A real leak repeats across seeds; one seed's noise does not (printed for reading only,
+    the acceptance stays per cell)."""
+    families: dict[str, list[dict[str, Any]]] = {}
+    for name, result in results.items():
+        if (group := _group(name)) is not None:
+            families.setdefault(group, []).append(result["report"]["branch"])
+    lines = []
+    for group, reports in families.items():
+        for probe in PROBES:
+            cells = [r[probe]["all"] for r in reports if r[probe]["all"]["n"]]
+            n = sum(c["n"] for c in cells)
+            if n < Tolerances().min_count:
+                continue
+            accuracy = sum(c["accuracy"] * c["n"] for c in cells) / n
+            chance = sum(c["chance"] * c["n"] for c in cells) / n
+            se = (
+                100
+                * math.sqrt(sum(c["n"] * p * (1 - p) for c in cells for p in [c["chance"] / 100]))
+                / n
+            )
+            diff = accuracy - chance
+            verdict = "ok" if abs(diff) <= LIMIT else "FAIL"
+            lines.append(
+                f"{group + f' ({len(cells)} seeds)':<28} {probe:<20} {accuracy:6.1f} {chance:6.1f} "
+                f"{diff:+7.1f} {'SE ' + f'{se:.2f}':>9} z {diff / se:+5.2f} {n:5d} {verdict:>6}"
+            )
     return lines
 
 
@@ -114,18 +160,25 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, help="write every cell's full report (JSON)")
     parser.add_argument("--keep", type=Path, help="keep the datasets in this folder")
+    parser.add_argument(
+        "--from", dest="saved", type=Path, help="print the tables of a saved --out file instead"
+    )
     args = parser.parse_args()
     print(
         f"{'cell':<28} {'probe':<20} {'acc %':>6} {'chance':>6} {'diff pp':>7} "
         f"{'95% CI (pp)':>17} {'n':>5} {f'±{LIMIT:g} pp':>6} {'audit':>5}"
     )
-    results: dict[str, Any] = {}
+    results: dict[str, Any] = orjson.loads(args.saved.read_bytes()) if args.saved else {}
+    for name, result in results.items():
+        print("\n".join(_rows(name, result)))
     with tempfile.TemporaryDirectory() as scratch:
         root = args.keep or Path(scratch)
-        for name, config in _cells(args):
+        for name, config in [] if args.saved else _cells(args):
             folder = root / name.replace(" ", "_")
             results[name] = _audit(config, folder, args.workers)
             print("\n".join(_rows(name, results[name])), flush=True)
+    print("pooled over seeds (read, not judged):")
+    print("\n".join(pooled(results)))
     failing = [
         f"{name} {probe}"
         for name, result in results.items()
