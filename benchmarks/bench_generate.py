@@ -1,8 +1,9 @@
 """Time to generate the paper-scale default dataset (a script, not a test).
 
 Runs ``condvln generate`` with its defaults (200 procedural houses × 75 sampled instructions,
-≥ 11,500 episodes after balancing) and prints the wall time of each phase. Target: ≤ 120 s wall
-on 2 cores.
+≥ 11,500 episodes after balancing) and prints the wall time of each phase, the load average and
+the peak resident memory of this (the parent) process and of the largest worker. Target: ≤ 60 s
+wall on 2 cores (issue 33 item 2).
 
     PYTHONPATH=src python benchmarks/bench_generate.py [--workers 2] [--out /tmp/condvln-bench]
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
+import resource
 import shutil
 import tempfile
 import time
@@ -47,6 +50,10 @@ def main() -> None:
     for (label, t0), (_, t1) in itertools.pairwise(phases):
         print(f"  {label:<10} {t1 - t0:6.1f} s")
     print(f"  (sampled {stats['sampled_before_balancing']} before balancing)")
+    parent = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    worker = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"  peak RSS: parent {parent:.0f} MiB, largest worker {worker:.0f} MiB")
+    print(f"  load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.out is None:
         shutil.rmtree(out.parent)
 
