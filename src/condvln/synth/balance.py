@@ -78,7 +78,6 @@ PROBE = "!"
 """Marker of a blind-probe key (second element, after the stratum)."""
 
 Key = tuple[str, ...]
-TruthCounts = Counter[tuple[Key, bool]]
 
 
 def _truth_keys(inst: Instance) -> list[tuple[Key, bool]]:
@@ -123,8 +122,20 @@ def _room_keys(inst: Instance) -> list[tuple[Key, bool]]:
     return keys
 
 
-def _allowed(key: Key, n: int) -> float:
-    """Largest ``|true − false|`` tolerated for a balance key used ``n`` times.
+GROUP, POOLED, PROBE_HITS, PROBE_TRUTH = range(4)
+"""Kinds of balance key (:func:`_kind`): a condition group, a condition type pooled over its
+groups, a blind prior's branch hits (or a room probe's), a blind prior's truth guesses."""
+
+
+def _kind(key: Key) -> int:
+    """Which slack rule of :func:`_allowed` a balance key follows."""
+    if key[1:2] == (PROBE,):
+        return PROBE_TRUTH if key[2].endswith(" truth") else PROBE_HITS
+    return POOLED if "*" in key[:2] else GROUP
+
+
+def _allowed(kind: int, n: int) -> float:
+    """Largest ``|true − false|`` tolerated for a balance key of ``kind`` used ``n`` times.
 
     Pooled types: :data:`POOLED_SLACK`; blind probes: :data:`PROBE_SLACK` (truth guesses:
     the pooled slack). Groups: :data:`TRUTH_SLACK` from :data:`MIN_GROUP` uses on. Keys are
@@ -132,11 +143,11 @@ def _allowed(key: Key, n: int) -> float:
     strata's leans apart (train leaning true makes the others lean false), so a prior learned on
     train, or its mirror image, would predict the other splits.
     """
-    if key[1:2] == (PROBE,):
-        return max(2.0, POOLED_SLACK * n) if key[2].endswith(" truth") else PROBE_SLACK
-    if "*" in key[:2]:
-        return max(2.0, POOLED_SLACK * n)
-    return float(n) if n < MIN_GROUP else max(2.0, TRUTH_SLACK * n)
+    if kind == PROBE_HITS:
+        return PROBE_SLACK
+    if kind == GROUP:
+        return float(n) if n < MIN_GROUP else max(2.0, TRUTH_SLACK * n)
+    return max(2.0, POOLED_SLACK * n)
 
 
 SWEEPS = 3
@@ -146,17 +157,65 @@ PROBE_WEIGHT = 5.0
 """How much a blind prior's lead over chance counts when rows are dropped."""
 
 
-def _excess(counts: TruthCounts, key: Key, truth: bool) -> float:
-    """How far ``truth`` outnumbers the other truth of ``key`` beyond the slack (≤ 0: fine),
-    weighted by :data:`PROBE_WEIGHT` for blind-probe keys."""
-    n = counts[key, True] + counts[key, False]
-    excess = counts[key, truth] - counts[key, not truth] - _allowed(key, n)
-    return PROBE_WEIGHT * excess if key[1:2] == (PROBE,) else excess
+def _excess(kind: int, agree: int, other: int) -> float:
+    """How far a truth counted ``agree`` times outnumbers the other truth of its key (counted
+    ``other`` times) beyond the slack (≤ 0: fine), weighted by :data:`PROBE_WEIGHT` for
+    blind-probe keys."""
+    excess = agree - other - _allowed(kind, agree + other)
+    return PROBE_WEIGHT * excess if kind in (PROBE_HITS, PROBE_TRUTH) else excess
 
 
-def _badness(counts: TruthCounts, keys: list[tuple[Key, bool]]) -> float:
-    """How much an instance with these keys contributes to skew beyond the slack."""
-    return sum(max(0.0, _excess(counts, k, t)) for k, t in keys)
+class _Tally:
+    """True and false counts of the balance keys of a list of instances, for truth balancing.
+
+    Keys are interned once: key ``k`` counts a truth ``t`` in slot ``2 k + t``, and every slot
+    keeps its excess clipped at 0 (:func:`_excess`), refreshed when its key's counts change.
+    """
+
+    def __init__(self, keys: list[list[tuple[Key, bool]]]) -> None:
+        ids: dict[Key, int] = {}
+        self.slots = [[2 * ids.setdefault(k, len(ids)) + t for k, t in item] for item in keys]
+        self.kinds = [_kind(k) for k in ids]
+        self.counts = [0] * (2 * len(ids))
+        for item in self.slots:
+            for slot in item:
+                self.counts[slot] += 1
+        self.clipped = [self._clip(slot) for slot in range(len(self.counts))]
+
+    def _clip(self, slot: int) -> float:
+        """The slot's excess over the slack, at least 0."""
+        count = self.counts
+        return max(0.0, _excess(self.kinds[slot >> 1], count[slot], count[slot ^ 1]))
+
+    def badness(self, j: int) -> float:
+        """How much instance ``j`` contributes to skew beyond the slack."""
+        return sum(map(self.clipped.__getitem__, self.slots[j]))
+
+    def skew(self, keys: Iterable[int]) -> float:
+        """The summed excess of ``keys`` (ids) over both truths, exactly rounded
+        (:func:`math.fsum`), so it does not depend on the order a set of keys is iterated in:
+        a plain sum could break a tie differently in another process."""
+        return math.fsum(self.clipped[2 * k + t] for k in keys for t in (0, 1))
+
+    def drop_if_better(self, row: list[int]) -> bool:
+        """Take the keys of the row's instances out of the counts when that lowers the skew of
+        the keys they touch (and say so); otherwise leave the counts as they were."""
+        touched = {slot >> 1 for m in row for slot in self.slots[m]}
+        before = self.skew(touched)
+        self._count(row, -1)
+        after = {s: self._clip(s) for k in touched for s in (2 * k, 2 * k + 1)}
+        if math.fsum(after.values()) < before:  # exactly rounded, as in :meth:`skew`
+            for slot, value in after.items():
+                self.clipped[slot] = value
+            return True
+        self._count(row, 1)
+        return False
+
+    def _count(self, row: list[int], step: int) -> None:
+        """Count the keys of the row's instances ``step`` times more."""
+        for m in row:
+            for slot in self.slots[m]:
+                self.counts[slot] += step
 
 
 def cell_key(inst: Instance) -> str:
@@ -172,10 +231,9 @@ def _leaf_balance(items: list[Instance], rng: np.random.Generator) -> list[Insta
     members of counterfactual pairs, in random order otherwise; the share whose gold goal is
     the nearest leaf goal is steered to ``1 / branches``.
     """
-    counts: TruthCounts = Counter()
-    keys = {id(i): _truth_keys(i) for i in items}
-    for item_keys in keys.values():
-        counts.update(item_keys)
+    distinct = list({id(i): i for i in items}.values())  # each instance counted once
+    index = {id(i): j for j, i in enumerate(distinct)}
+    tally = _Tally([_truth_keys(i) for i in distinct])
     by_bucket: dict[str, list[Instance]] = defaultdict(list)
     for inst in items:
         by_bucket[cell_key(inst)].append(inst)
@@ -187,7 +245,7 @@ def _leaf_balance(items: list[Instance], rng: np.random.Generator) -> list[Insta
         quota = min(len(g) for g in groups)
         for group in groups:
             shuffled = [group[j] for j in rng.permutation(len(group))]
-            shuffled.sort(key=lambda i: _badness(counts, keys[id(i)]))
+            shuffled.sort(key=lambda i: tally.badness(index[id(i)]))
             chosen.extend(_pick(shuffled, quota, n_leaves))
     return chosen
 
@@ -197,10 +255,11 @@ def _balance_keys(
 ) -> list[tuple[Key, bool]]:
     """Every key an instance counts towards in truth balancing, all within its stratum: its
     groups and condition types, and the blind priors' hits."""
-    keys = [((STRATUM + label, *k), t) for k, t in _truth_keys(inst)]
+    keys = _truth_keys(inst)
     for name, prior in priors.items():
-        keys += [((STRATUM + label, *k), t) for k, t in _probe_keys(inst, name, prior)]
-    return keys + [((STRATUM + label, *k), t) for k, t in _room_keys(inst)]
+        keys += _probe_keys(inst, name, prior)
+    stratum = STRATUM + label
+    return [((stratum, *k), t) for k, t in keys + _room_keys(inst)]
 
 
 def _complete_row(
@@ -223,30 +282,6 @@ def _complete_row(
     return row
 
 
-def _skew(counts: TruthCounts, keys: Iterable[Key]) -> float:
-    """The summed excess of ``keys`` over both truths, exactly rounded (:func:`math.fsum`), so
-    it does not depend on the order a set of keys is iterated in, which varies with
-    ``PYTHONHASHSEED``: a plain sum could break a tie differently in another process."""
-    return math.fsum(max(0.0, _excess(counts, k, t)) for k in keys for t in (True, False))
-
-
-def _drop_if_better(
-    row: list[int], keys: list[list[tuple[Key, bool]]], counts: TruthCounts
-) -> bool:
-    """Take the row's keys out of ``counts`` when that lowers the skew of the keys it touches
-    (and say so); otherwise leave ``counts`` as it was."""
-    touched = {k for m in row for k, _ in keys[m]}
-    before = _skew(counts, touched)
-    for m in row:
-        counts.subtract(keys[m])
-    after = _skew(counts, touched)
-    if after < before:
-        return True
-    for m in row:
-        counts.update(keys[m])
-    return False
-
-
 def _trim_rows(  # long: one greedy loop whose guards share its counters
     items: list[Instance],
     labels: list[str],
@@ -259,15 +294,14 @@ def _trim_rows(  # long: one greedy loop whose guards share its counters
     reduces truth skew, counted per stratum, and the blind priors' lead
     over chance (``priors``: stratum label → probe name → prior).
 
-    The worst instances (largest :func:`_badness`) seed the rows; each other leaf of the
+    The worst instances (largest :meth:`_Tally.badness`) seed the rows; each other leaf of the
     cell gives up its own worst instance. Leaf balance is kept exactly; at most ``cap`` of a
     stratum is dropped, none of the strata in ``frozen``, and every Table-1 category keeps at
     least half its instances in each stratum (and at least one).
     """
-    counts: TruthCounts = Counter()
-    keys = [_balance_keys(i, labels[j], priors.get(labels[j], {})) for j, i in enumerate(items)]
-    for item_keys in keys:
-        counts.update(item_keys)
+    tally = _Tally(
+        [_balance_keys(i, labels[j], priors.get(labels[j], {})) for j, i in enumerate(items)]
+    )
     cells: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
     for j, inst in enumerate(items):  # stratum|cell → leaf → instances
         cells[f"{labels[j]}|{cell_key(inst)}"][inst.gold_leaf].append(j)
@@ -282,9 +316,9 @@ def _trim_rows(  # long: one greedy loop whose guards share its counters
     for j, value in enumerate(near):
         nearest_excess[labels[j]] += value
     for _ in range(SWEEPS):
-        seeds = sorted(range(len(items)), key=lambda j: (-_badness(counts, keys[j]), ties[j]))
+        seeds = sorted(range(len(items)), key=lambda j: (-tally.badness(j), ties[j]))
         for j in seeds:
-            if j in removed or labels[j] in frozen or _badness(counts, keys[j]) <= 0.0:
+            if j in removed or labels[j] in frozen or tally.badness(j) <= 0.0:
                 continue
             inst = items[j]
             category = (labels[j], inst.bucket.category)
@@ -294,7 +328,7 @@ def _trim_rows(  # long: one greedy loop whose guards share its counters
                 continue
             cell = cells[f"{labels[j]}|{cell_key(inst)}"]
             lean = nearest_excess[labels[j]]
-            rank = lambda m, lean=lean: (_badness(counts, keys[m]), near[m] * lean, ties[m])  # noqa: E731
+            rank = lambda m, lean=lean: (tally.badness(m), near[m] * lean, ties[m])  # noqa: E731
             row = _complete_row(j, inst, cell, removed, rank)
             if row is None:
                 continue
@@ -302,7 +336,7 @@ def _trim_rows(  # long: one greedy loop whose guards share its counters
             limit = max(2.0, 0.01 * sizes[labels[j]])
             if abs(shifted) > limit and abs(shifted) > abs(nearest_excess[labels[j]]):
                 continue  # would make "the gold goal is the nearest" a shortcut
-            if _drop_if_better(row, keys, counts):
+            if tally.drop_if_better(row):
                 removed.update(row)
                 sizes[labels[j]] -= len(row)
                 budget[labels[j]] -= len(row)

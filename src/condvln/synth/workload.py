@@ -83,6 +83,10 @@ def _cost(excess: tuple[float, float]) -> float:
     return sum(max(abs(e) - 1.0, 0.0) ** 2 for e in excess)
 
 
+_Cells = dict[str, list[tuple[list[int], list[int]]]]
+"""Bucket → gold leaf → (instances whose gold goal is not the nearest, those whose it is)."""
+
+
 def _match_category(
     items: list[Instance], goal: tuple[float, float], rng: np.random.Generator, budget: int
 ) -> list[Instance]:
@@ -94,9 +98,9 @@ def _match_category(
     lengths = np.array([i.gold_length or 0.0 for i in items])
     keep = np.ones(len(items), dtype=bool)
     ties = rng.random(len(items)) * 1e-9
-    cells: dict[str, list[list[int]]] = defaultdict(lambda: [[] for _ in range(items[0].n_leaves)])
+    cells: _Cells = defaultdict(lambda: [([], []) for _ in range(items[0].n_leaves)])
     for j, inst in enumerate(items):
-        cells[inst.bucket.key][inst.gold_leaf].append(j)
+        cells[inst.bucket.key][inst.gold_leaf][bool(inst.gold_is_nearest)].append(j)
     while budget >= items[0].n_leaves:
         excess = _excess(targets[keep].mean(), lengths[keep].mean(), goal)
         if _cost(excess) == 0.0:
@@ -104,7 +108,7 @@ def _match_category(
         pull = excess[0] * (targets - targets[keep].mean()) / TARGET_TOLERANCE + ties
         if goal[1] > 0:
             pull += excess[1] * (lengths - lengths[keep].mean()) / (goal[1] * LENGTH_TOLERANCE)
-        row = _worst_row(items, cells, keep, np.where(keep, pull, -np.inf))
+        row = _worst_row(cells, keep, np.where(keep, pull, -np.inf))
         if row is None:
             break
         trial = keep.copy()
@@ -115,31 +119,15 @@ def _match_category(
     return [inst for inst, k in zip(items, keep, strict=True) if k]
 
 
-def _worst_row(
-    items: list[Instance], cells: dict[str, list[list[int]]], keep: np.ndarray, pull: np.ndarray
-) -> list[int] | None:
+def _worst_row(cells: _Cells, keep: np.ndarray, pull: np.ndarray) -> list[int] | None:
     """The kept row with the largest positive pull: in one cell, one instance per gold leaf,
     exactly one of them with its gold goal nearest the start — a row at chance, so dropping
     it leaves "go to the nearest candidate" where balancing put it."""
+    alive, pulls = keep.tolist(), pull.tolist()  # Python floats compare as numpy's do
     best, best_pull = None, 0.0
     for leaves in cells.values():
-        far, near = [], []
-        for members in leaves:
-            alive = [m for m in members if keep[m]]
-            far.append(
-                max(
-                    (m for m in alive if not items[m].gold_is_nearest),
-                    key=pull.__getitem__,
-                    default=None,
-                )
-            )
-            near.append(
-                max(
-                    (m for m in alive if items[m].gold_is_nearest),
-                    key=pull.__getitem__,
-                    default=None,
-                )
-            )
+        far = [_strongest(members, alive, pulls) for members, _ in leaves]
+        near = [_strongest(members, alive, pulls) for _, members in leaves]
         for lead, chosen in enumerate(near):
             row = [chosen if k == lead else m for k, m in enumerate(far)]
             if any(m is None for m in row):
@@ -148,6 +136,11 @@ def _worst_row(
             if total > best_pull:
                 best, best_pull = row, total
     return best
+
+
+def _strongest(members: list[int], alive: list[bool], pulls: list[float]) -> int | None:
+    """The kept member with the largest pull (the first of equals; None when none is kept)."""
+    return max((m for m in members if alive[m]), key=pulls.__getitem__, default=None)
 
 
 ROUNDS = 3
