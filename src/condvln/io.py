@@ -55,7 +55,7 @@ import stat
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -362,6 +362,31 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+GZIP_LEVEL = 6
+"""Compression level of every gzip file CondVLN writes."""
+
+
+@contextmanager
+def atomic_gzip_writer(path: str | os.PathLike[str]) -> Iterator[Callable[[bytes], None]]:
+    """Write ``path`` gzip-compressed, chunk by chunk (``write(chunk)``), through a temporary
+    file renamed into place when the block ends (removed if it raises). The file is byte for
+    byte ``gzip.compress(b"".join(chunks), GZIP_LEVEL, mtime=0)``: deflate's output does not
+    depend on how its input is split."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    deflate = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # 31: gzip header, mtime 0
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield lambda chunk: fh.write(deflate.compress(chunk))
+            fh.write(deflate.flush())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, p)
     except BaseException:

@@ -18,7 +18,6 @@ imports another to find a split file.
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 import orjson
 
 from condvln.errors import FormatError
-from condvln.io import atomic_write_bytes, read_json, resolve_path
+from condvln.io import atomic_gzip_writer, read_json, resolve_path
 from condvln.program.parse import tokenize
 
 SPLITS = ("train", "val_seen", "val_unseen", "test", "pairs")
@@ -66,8 +65,8 @@ def encode(text: str, index: dict[str, int]) -> list[int]:
 
 def dump_gz(path: str | os.PathLike[str], obj: Any) -> None:
     """Write ``obj`` as gzip-compressed JSON atomically and deterministically."""
-    data = orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)
-    atomic_write_bytes(path, gzip.compress(data, compresslevel=6, mtime=0))
+    with atomic_gzip_writer(path) as write:
+        write(orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY))
 
 
 def split_path(root: str | os.PathLike[str], split: str, suffix: str = "") -> Path:

@@ -10,15 +10,21 @@ import numpy as np
 import orjson
 import pytest
 
-from condvln.dataset.card import requested_vs_produced, split_workload, workload_warnings
+from condvln.dataset.card import (
+    COUNTED_FIELDS,
+    EpisodeSummary,
+    requested_vs_produced,
+    split_workload,
+    workload_warnings,
+)
 from condvln.dataset.generate import GenerateConfig, requested_episodes
 from condvln.dataset.schema import load_checked_split
 
 CATEGORIES = ("simple", "nested", "deep_nested", "chain", "long_chain", "nested_chain")
 
 
-def _record(category: str) -> tuple[dict[str, Any], None, None]:
-    return ({"info": {"condvln": {"category": category}}}, None, None)
+def _record(category: str) -> EpisodeSummary:
+    return EpisodeSummary("s", {"category": category}, 1, 1.0, 1.0, "")
 
 
 def test_requested_episodes_follow_the_scene_groups() -> None:
@@ -129,10 +135,16 @@ def test_the_card_carries_the_same_counts(tiny: tuple[Path, Any]) -> None:
         assert f"- {warning}" in card
 
 
-def _walk(category: str, subgoals: int, metres: float) -> dict[str, Any]:
+def _walk(category: str, subgoals: int, metres: float) -> EpisodeSummary:
     """An episode whose gold path has ``subgoals`` + 1 targets and a straight reference."""
-    info = {"category": category, "subgoals": [{}] * subgoals}
-    return {"info": {"condvln": info}, "reference_path": [[0.0, 0.0, 0.0], [metres, 0.0, 0.0]]}
+    info = dict.fromkeys(COUNTED_FIELDS) | {"category": category, "subgoals": [{}] * subgoals}
+    episode = {
+        "scene_id": "s",
+        "info": {"condvln": info | {"pair_id": None, "step_budget": 10}, "geodesic_distance": 1.0},
+        "instruction": {"instruction_text": "Go to the bed."},
+        "reference_path": [[0.0, 0.0, 0.0], [metres, 0.0, 0.0]],
+    }
+    return EpisodeSummary.of(episode)
 
 
 def test_workload_gaps_beyond_the_limits_are_warned_for_unseen_splits() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,53 @@ REQUESTED_NOTE = (
     "on top in train, so it can exceed its request; the pairs of the val_seen share form the "
     "pairs split (requested 0: it holds siblings only)"
 )
+
+
+COUNTED_FIELDS = (
+    "category",
+    "depth",
+    "chain",
+    "composition",
+    "observability",
+    "horizon",
+    "branch_steps",
+)
+"""Fields of ``info.condvln`` the card counts episodes by."""
+
+
+@dataclass(frozen=True)
+class EpisodeSummary:
+    """What the card reads of one episode (a dataset is written episode by episode, and only
+    these are kept for its card).
+
+    Attributes:
+        scene_id: The episode's ``scene_id``.
+        fields: ``info.condvln``'s :data:`COUNTED_FIELDS`, ``pair_id`` and ``step_budget``.
+        targets: Targets on the gold path (subgoals and the goal).
+        path_length: Length of ``reference_path`` (m).
+        geodesic: ``info.geodesic_distance`` (m).
+        text: The instruction text.
+    """
+
+    scene_id: str
+    fields: dict[str, Any]
+    targets: int
+    path_length: float
+    geodesic: float
+    text: str
+
+    @classmethod
+    def of(cls, episode: dict[str, Any]) -> EpisodeSummary:
+        """The summary of a VLN-CE episode record."""
+        info = episode["info"]["condvln"]
+        return cls(
+            scene_id=episode["scene_id"],
+            fields={k: info[k] for k in (*COUNTED_FIELDS, "pair_id", "step_budget")},
+            targets=len(info["subgoals"]) + 1,
+            path_length=path_length(episode["reference_path"]),
+            geodesic=episode["info"]["geodesic_distance"],
+            text=episode["instruction"]["instruction_text"],
+        )
 
 
 def _distribution(values: list[float]) -> dict[str, float]:
@@ -88,22 +136,19 @@ def _resolution_warning(evaluated: int) -> list[str]:
     ]
 
 
-def split_workload(episodes: list[dict[str, Any]]) -> dict[str, Any]:
+def split_workload(episodes: list[EpisodeSummary]) -> dict[str, Any]:
     """Navigation workload per Table-1 category of one split: episodes, mean targets on the
     gold path (subgoals + goal) and mean reference-path length, and the largest gaps between
     two categories (``targets``: difference of means; ``length``: ratio − 1 of means).
 
-    >>> ep = lambda cat, subgoals, x: {"reference_path": [[0, 0, 0], [x, 0, 0]],
-    ...     "info": {"condvln": {"category": cat, "subgoals": [{}] * subgoals}}}
-    >>> split_workload([ep("simple", 1, 8.0), ep("chain", 0, 5.0), ep("chain", 0, 5.0)])["gaps"]
+    >>> ep = lambda cat, targets, x: EpisodeSummary("s", {"category": cat}, targets, x, x, "")
+    >>> split_workload([ep("simple", 2, 8.0), ep("chain", 1, 5.0), ep("chain", 1, 5.0)])["gaps"]
     {'targets': 1.0, 'length': 0.6}
     """
     rows: dict[str, list[tuple[int, float]]] = {}
     for episode in episodes:
-        info = episode["info"]["condvln"]
-        targets = len(info["subgoals"]) + 1
-        rows.setdefault(info["category"], []).append(
-            (targets, path_length(episode["reference_path"]))
+        rows.setdefault(episode.fields["category"], []).append(
+            (episode.targets, episode.path_length)
         )
     means = {
         name: (float(np.mean([t for t, _ in r])), float(np.mean([m for _, m in r])), len(r))
@@ -144,7 +189,7 @@ def workload_warnings(workload: dict[str, Any]) -> list[str]:
 
 
 def requested_vs_produced(
-    splits: dict[str, list], requested: dict[str, int], rejections: Counter
+    splits: dict[str, list[EpisodeSummary]], requested: dict[str, int], rejections: Counter
 ) -> tuple[dict[str, Any], list[str]]:
     """Episodes requested and produced per split and per Table 1 category, and the warnings.
 
@@ -156,7 +201,7 @@ def requested_vs_produced(
     table: dict[str, Any] = {}
     warnings: list[str] = []
     for split in SPLITS:
-        made = Counter(e["info"]["condvln"]["category"] for e, _, _ in splits.get(split, []))
+        made = Counter(e.fields["category"] for e in splits.get(split, []))
         want = requested.get(split, 0)
         cats = {
             name: {"requested": r, "produced": made[name]}
@@ -197,7 +242,7 @@ def requested_vs_produced(
 
 
 def dataset_stats(
-    splits: dict[str, list],
+    splits: dict[str, list[EpisodeSummary]],
     rejections: Counter,
     synth: Any,
     config: Any,
@@ -206,46 +251,29 @@ def dataset_stats(
 ) -> dict[str, Any]:
     """Counts per split / category / depth / chain / axis, requested vs produced episodes with
     warnings, balance, distributions, rejections."""
-    records = [r for split in sorted(splits) for r in splits[split]]
-    infos = [e["info"]["condvln"] for e, _, _ in records]
+    episodes = [e for split in sorted(splits) for e in splits[split]]
     counts = {
-        key: dict(sorted(Counter(str(i[key]) for i in infos).items()))
-        for key in (
-            "category",
-            "depth",
-            "chain",
-            "composition",
-            "observability",
-            "horizon",
-            "branch_steps",
-        )
+        key: dict(sorted(Counter(str(e.fields[key]) for e in episodes).items()))
+        for key in COUNTED_FIELDS
     }
     versus, warnings = requested_vs_produced(splits, requested, rejections)
-    workload = {s: split_workload([e for e, _, _ in splits[s]]) for s in sorted(splits)}
+    workload = {s: split_workload(splits[s]) for s in sorted(splits)}
     warnings += workload_warnings(workload)
     return {
-        "episodes": len(records),
+        "episodes": len(episodes),
         "splits": {s: len(splits[s]) for s in sorted(splits)},
         "requested_vs_produced": versus,
         "warnings": warnings,
-        "scenes": len({e["scene_id"] for e, _, _ in records}),
+        "scenes": len({e.scene_id for e in episodes}),
         "counts": counts,
-        "counterfactual_pairs": sum(1 for i in infos if i["pair_id"]) // 2,
+        "counterfactual_pairs": sum(1 for e in episodes if e.fields["pair_id"]) // 2,
         "branch_balance": synth.report,
         "workload": workload,
-        "reference_path_length_m": _distribution(
-            [path_length(e["reference_path"]) for e, _, _ in records]
-        ),
-        "geodesic_distance_m": _distribution(
-            [e["info"]["geodesic_distance"] for e, _, _ in records]
-        ),
-        "instruction_tokens": _distribution(
-            [len(tokenize(e["instruction"]["instruction_text"])) for e, _, _ in records]
-        ),
-        "instruction_words": word_lengths(
-            [e["instruction"]["instruction_text"] for e, _, _ in records]
-        ),
-        "step_budget": _distribution([i["step_budget"] for i in infos]),
+        "reference_path_length_m": _distribution([e.path_length for e in episodes]),
+        "geodesic_distance_m": _distribution([e.geodesic for e in episodes]),
+        "instruction_tokens": _distribution([len(tokenize(e.text)) for e in episodes]),
+        "instruction_words": word_lengths([e.text for e in episodes]),
+        "step_budget": _distribution([e.fields["step_budget"] for e in episodes]),
         "sampled_before_balancing": synth.raw_count,
         "rejections": dict(rejections.most_common()),
         "vocabulary_size": len(vocab),

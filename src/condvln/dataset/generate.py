@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,7 +22,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from condvln import __version__
-from condvln.dataset.card import dataset_card, dataset_stats
+from condvln.dataset.card import EpisodeSummary, dataset_card, dataset_stats
 from condvln.dataset.episode import (
     BUDGET_FACTOR,
     EPISODE_KEYS,
@@ -32,11 +32,12 @@ from condvln.dataset.episode import (
     build_episode,
     path_length,
 )
+from condvln.dataset.spill import PayloadSpill
 from condvln.errors import ConfigError
 from condvln.graph import RelationConfig
 from condvln.habitat.layout import composed_scene_files, habitat_scene
 from condvln.habitat.semantics import DATASET_CONFIG, dataset_config
-from condvln.io import atomic_directory, output_lock, output_path
+from condvln.io import atomic_directory, atomic_gzip_writer, output_lock, output_path
 from condvln.nav import ExactNavigator, NavArea
 from condvln.parallel.executors import Executor, ordered_map
 from condvln.scene.identity import first_of_each, scene_fingerprint
@@ -44,7 +45,7 @@ from condvln.scene.serialize import scene_to_json
 from condvln.synth.driver import GENERATION_GRID, success_radius
 from condvln.synth.pipeline import SceneSpec, run_synthesis, scene_seed, scene_specs
 from condvln.synth.sampler import BRANCH_STEPS, Instance, Rejected
-from condvln.vlnce import SCENE_INDEX, SPLITS, build_vocab, dump_gz, encode, split_path
+from condvln.vlnce import SCENE_INDEX, SPLITS, build_vocab, encode, split_path
 
 UNPAIRED_SPLITS = ("val_unseen", "test")
 """Splits whose houses get no minimal-pair siblings: a reader who sees both members of a pair
@@ -100,19 +101,18 @@ class GenerateConfig(BaseModel):
         return hashlib.sha256(canonical).hexdigest()[:16]
 
 
-Record = tuple[dict[str, Any], dict[str, Any], Instance]
-"""One episode: the VLN-CE record, its ``_gt`` entry and the instance it was built from."""
+Record = tuple[dict[str, Any], dict[str, Any]]
+"""One episode: the VLN-CE record and its ``_gt`` entry."""
 
 
 @dataclass(frozen=True)
-class SceneEpisodes:
-    """Phase-2 output of one scene."""
+class SceneFiles:
+    """Phase-2 output of one scene: its JSON file and, when composed, its habitat assets."""
 
     scene_file: str
     scene_json: bytes
     habitat_scene_id: str
     assets: dict[str, bytes]
-    records: list[Record]
 
 
 def scene_file_name(scene_id: str) -> str:
@@ -177,23 +177,21 @@ def vet_instances(
     return _whole_pairs(built, rejections), rejections
 
 
-def _episodes_for_scene(args: tuple[SceneSpec, list[Instance]]) -> SceneEpisodes:
-    """A scene's file, habitat assets and the records of its kept instances."""
-    spec, instances = args
+def _scene_files(spec: SceneSpec) -> SceneFiles:
+    """A scene's file and habitat assets (a worker task)."""
     scene = spec.load()
     file_name = scene_file_name(scene.id)
     habitat = habitat_scene(scene, file_name)
-    records = [_record(inst) for inst in instances]
     assets = composed_scene_files(scene, file_name) if habitat.composed else {}
-    return SceneEpisodes(file_name, scene_to_json(scene), habitat.scene_id, assets, records)
+    return SceneFiles(file_name, scene_to_json(scene), habitat.scene_id, assets)
 
 
-def _record(inst: Instance) -> Record:
-    """The instance's vetted episode, its pair id as balancing left it (a pair that lost a
-    member is no pair)."""
-    episode, gt = inst.payload
+def _record(inst: Instance, spill: PayloadSpill) -> Record:
+    """The instance's vetted episode, read back from ``spill``, with its pair id as balancing
+    left it (a pair that lost a member is no pair)."""
+    episode, gt = spill.fetch(inst)
     episode["info"]["condvln"]["pair_id"] = inst.pair_id
-    return episode, gt, inst
+    return episode, gt
 
 
 def _whole_pairs(built: list[Instance], rejections: Counter[str]) -> list[Instance]:
@@ -327,7 +325,22 @@ def _generate(
 ) -> dict[str, Any]:
     tick = progress or (lambda label, total: lambda: None)
     groups = _assign_splits(len(specs), config)  # balance within each split group
-    synth = run_synthesis(
+    with PayloadSpill(out.parent) as spill:
+        synth = _synthesize(config, specs, groups, workers, tick, spill)
+        return _write(out, config, specs, synth, spill, workers, tick, overwrite)
+
+
+def _synthesize(
+    config: GenerateConfig,
+    specs: list[SceneSpec],
+    groups: dict[int, str],
+    workers: int | Executor,
+    tick: Callable[[str, int], Callable[[], None]],
+    spill: PayloadSpill,
+) -> Any:
+    """:func:`~condvln.synth.pipeline.run_synthesis` with the dataset's settings; the vetted
+    episodes go to ``spill`` as they arrive."""
+    return run_synthesis(
         specs,
         seed=config.seed,
         per_scene=config.per_scene,
@@ -342,15 +355,8 @@ def _generate(
         branch_steps=tuple(sorted(set(config.branch_steps))),
         unpaired=UNPAIRED_SPLITS,
         controlled=UNPAIRED_SPLITS,  # the splits results are reported on
+        park=spill.park,
     )
-    by_scene: dict[str, list[Instance]] = defaultdict(list)
-    for inst in synth.instances:
-        by_scene[inst.scene_id].append(inst)
-    tasks = [
-        (spec, by_scene.get(sid, [])) for spec, sid in zip(specs, synth.scene_ids, strict=True)
-    ]
-    built = list(ordered_map(_episodes_for_scene, tasks, workers, tick("episodes", len(tasks))))
-    return _write(out, config, built, synth, overwrite)
 
 
 def _vet(
@@ -380,46 +386,75 @@ def _require_distinct_ids(specs: list[SceneSpec], scene_ids: list[str]) -> None:
         first[name] = spec.reference
 
 
-def _write(
-    out: Path, config: GenerateConfig, built: list[SceneEpisodes], synth: Any, overwrite: bool
+def _write(  # long: the docstring states the order the folder is written in
+    out: Path,
+    config: GenerateConfig,
+    specs: list[SceneSpec],
+    synth: Any,
+    spill: PayloadSpill,
+    workers: int | Executor,
+    tick: Callable[[str, int], Callable[[], None]],
+    overwrite: bool,
 ) -> dict[str, Any]:
-    groups = _assign_splits(len(built), config)
-    splits: dict[str, list[tuple[dict[str, Any], dict[str, Any], Instance]]] = defaultdict(list)
-    rejections = Counter(synth.rejections)
-    for index, scene in enumerate(built):
-        for record in scene.records:
-            splits[_split_of(groups[index], record[2], config)].append(record)
-    texts = [
+    """Write the dataset folder: the vocabulary from every kept instruction, then (in a
+    temporary sibling folder, moved to ``out`` at the end) each scene's files as its worker
+    returns them, every split episode by episode from ``spill``, and the card. Only instance
+    metadata and a summary per episode stay in memory."""
+    groups = _assign_splits(len(specs), config)
+    by_scene: dict[str, list[Instance]] = defaultdict(list)
+    for inst in synth.instances:
+        by_scene[inst.scene_id].append(inst)
+    splits: dict[str, list[Instance]] = defaultdict(list)
+    for index, scene_id in enumerate(synth.scene_ids):
+        for inst in by_scene.get(scene_id, []):
+            splits[_split_of(groups[index], inst, config)].append(inst)
+    texts = (
         t
-        for records in splits.values()
-        for e, _, _ in records
+        for kept in splits.values()
+        for inst in kept
+        for e, _ in [_record(inst, spill)]
         for t in (e["instruction"]["instruction_text"], e["info"]["condvln"]["oracle_instruction"])
-    ]
+    )
     vocab = build_vocab(texts)
     index = {w: i for i, w in enumerate(vocab)}
     with atomic_directory(out, replace=overwrite) as tmp:
-        for scene in built:
-            (tmp / scene.scene_file).parent.mkdir(parents=True, exist_ok=True)
-            (tmp / scene.scene_file).write_bytes(scene.scene_json)
-            for relative, data in scene.assets.items():
-                (tmp / relative).write_bytes(data)
-        _write_habitat_index(tmp, built)
+        scenes = _write_scenes(tmp, specs, workers, tick("episodes", len(specs)))
+        _write_habitat_index(tmp, scenes)
+        summaries = {}
         for split in SPLITS:  # every split, even an empty one, so loaders find them all
-            _write_split(tmp, split, splits.get(split, []), vocab, index)
+            records = (_record(inst, spill) for inst in splits.get(split, []))
+            written = _write_split(tmp, split, records, vocab, index)
+            if split in splits:
+                summaries[split] = written
         requested = requested_episodes(groups, config)
-        stats = dataset_stats(splits, rejections, synth, config, vocab, requested)
+        stats = dataset_stats(summaries, Counter(synth.rejections), synth, config, vocab, requested)
         (tmp / "stats.json").write_bytes(orjson.dumps(stats, option=orjson.OPT_INDENT_2))
         (tmp / "README.md").write_text(dataset_card(stats))
     return stats
 
 
-def _write_habitat_index(root: Path, built: list[SceneEpisodes]) -> None:
+def _write_scenes(
+    root: Path, specs: list[SceneSpec], workers: int | Executor, done: Callable[[], None]
+) -> list[tuple[str, str, bool]]:
+    """Every scene's file and assets, written as the workers return them:
+    ``(habitat scene id, scene file, composed)`` per scene."""
+    scenes = []
+    for files in ordered_map(_scene_files, specs, workers, done):
+        (root / files.scene_file).parent.mkdir(parents=True, exist_ok=True)
+        (root / files.scene_file).write_bytes(files.scene_json)
+        for relative, data in files.assets.items():
+            (root / relative).write_bytes(data)
+        scenes.append((files.habitat_scene_id, files.scene_file, bool(files.assets)))
+    return scenes
+
+
+def _write_habitat_index(root: Path, scenes: list[tuple[str, str, bool]]) -> None:
     """``scenes/index.json`` (scene_id → scene JSON) and, when meshes were composed, the
-    dataset's habitat-sim scene dataset config."""
-    index = {scene.habitat_scene_id: scene.scene_file for scene in built}
+    dataset's habitat-sim scene dataset config (``scenes``: :func:`_write_scenes`)."""
+    index = {scene_id: scene_file for scene_id, scene_file, _ in scenes}
     (root / SCENE_INDEX).parent.mkdir(parents=True, exist_ok=True)
     (root / SCENE_INDEX).write_bytes(orjson.dumps(index, option=orjson.OPT_INDENT_2))
-    composed = [Path(s.scene_file).stem for s in built if s.assets]
+    composed = [Path(scene_file).stem for _, scene_file, assets in scenes if assets]
     if composed:
         config = orjson.dumps(dataset_config(composed), option=orjson.OPT_INDENT_2)
         (root / DATASET_CONFIG).write_bytes(config)
@@ -428,33 +463,55 @@ def _write_habitat_index(root: Path, built: list[SceneEpisodes]) -> None:
 def _write_split(
     root: Path,
     split: str,
-    records: list[tuple[dict[str, Any], dict[str, Any], Instance]],
+    records: Iterable[Record],
     vocab: list[str],
     index: dict[str, int],
-) -> None:
-    episodes, gt, answers = [], {}, {}
-    for number, (episode, actions, _) in enumerate(records, start=1):
-        text = episode["instruction"]["instruction_text"]
-        full = {
-            "episode_id": number,
-            "trajectory_id": number,
-            **{k: v for k, v in episode.items() if k != "trajectory_id"},
-            "instruction": {"instruction_text": text, "instruction_tokens": encode(text, index)},
-        }
-        habitat_extra = {k: full[k] for k in OPTIONAL_EPISODE_KEYS if full.get(k) is not None}
-        full = {k: full[k] for k in EPISODE_KEYS}
-        if split == "test":
-            answers[str(number)] = {k: full[k] for k in ("goals", "reference_path", "info")}
-            answers[str(number)]["gt"] = actions
-            # VLN-CE's NDTW measure reads locations at the top of each entry of GT_PATH
-            answers[str(number)]["locations"] = actions["locations"]
-            full = {k: full[k] for k in TEST_EPISODE_KEYS} | {"goals": [], "reference_path": []}
-        else:
-            gt[str(number)] = actions
-        episodes.append(full | habitat_extra)
-    doc = {"episodes": episodes, "instruction_vocab": {"word_list": vocab}}
-    dump_gz(split_path(root, split), doc)
-    if split == "test":
-        dump_gz(split_path(root, split, "_answers"), answers)
-    else:
-        dump_gz(split_path(root, split, "_gt"), gt)
+) -> list[EpisodeSummary]:
+    """A split's episode file and its ``_gt`` (test: ``_answers``) file, written episode by
+    episode (the same bytes as dumping each whole document); the card's summary of each."""
+    truth = "_answers" if split == "test" else "_gt"
+    summaries = []
+    with (
+        atomic_gzip_writer(split_path(root, split)) as write_episodes,
+        atomic_gzip_writer(split_path(root, split, truth)) as write_truth,
+    ):
+        write_episodes(b'{"episodes":[')
+        write_truth(b"{")
+        for number, (episode, actions) in enumerate(records, start=1):
+            full, entry = _split_entry(split, number, episode, actions, index)
+            comma = b"," if number > 1 else b""
+            write_episodes(comma + _json(full))
+            write_truth(comma + _json(str(number)) + b":" + _json(entry))
+            summaries.append(EpisodeSummary.of(episode))
+        write_episodes(b'],"instruction_vocab":' + _json({"word_list": vocab}) + b"}")
+        write_truth(b"}")
+    return summaries
+
+
+def _split_entry(
+    split: str, number: int, episode: dict[str, Any], actions: dict[str, Any], index: dict[str, int]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Episode ``number`` of ``split`` as written, and its ``_gt`` entry (test: the answers
+    entry, the episode keeping no goal or reference path)."""
+    text = episode["instruction"]["instruction_text"]
+    full = {
+        "episode_id": number,
+        "trajectory_id": number,
+        **{k: v for k, v in episode.items() if k != "trajectory_id"},
+        "instruction": {"instruction_text": text, "instruction_tokens": encode(text, index)},
+    }
+    habitat_extra = {k: full[k] for k in OPTIONAL_EPISODE_KEYS if full.get(k) is not None}
+    full = {k: full[k] for k in EPISODE_KEYS}
+    if split != "test":
+        return full | habitat_extra, actions
+    answer = {k: full[k] for k in ("goals", "reference_path", "info")}
+    answer["gt"] = actions
+    # VLN-CE's NDTW measure reads locations at the top of each entry of GT_PATH
+    answer["locations"] = actions["locations"]
+    full = {k: full[k] for k in TEST_EPISODE_KEYS} | {"goals": [], "reference_path": []}
+    return full | habitat_extra, answer
+
+
+def _json(value: Any) -> bytes:
+    """Compact JSON, as the split files are written (:func:`~condvln.vlnce.dump_gz`)."""
+    return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY)

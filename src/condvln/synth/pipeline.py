@@ -269,7 +269,7 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def run_synthesis(
+def run_synthesis(  # long: the docstring states every round and every argument
     scenes: Sequence[SceneSpec],
     *,
     seed: int,
@@ -285,6 +285,7 @@ def run_synthesis(
     branch_steps: tuple[int, ...] = BRANCH_STEPS,
     unpaired: Collection[str] = (),
     controlled: Collection[str] = (),
+    park: Callable[[list[Instance]], list[Instance]] | None = None,
 ) -> SynthesisResult:
     """Sample ``per_scene`` instances in every scene, then balance them; when fewer than
     :data:`MIN_YIELD` of ``per_scene × scenes`` survive balancing, sample the shortfall (divided
@@ -304,7 +305,9 @@ def run_synthesis(
     balancing, what a later stage would drop, so the balance holds in what is written.
     ``branch_steps`` are the arm lengths of the bucket design
     (:func:`~condvln.synth.sampler.all_buckets`); strata in ``unpaired`` get no minimal pairs;
-    strata in ``controlled`` get workload rounds (:meth:`_Run.restore_workload`).
+    strata in ``controlled`` get workload rounds (:meth:`_Run.restore_workload`). ``park``
+    takes each scene's vetted instances as they reach this process and returns what to keep
+    of them (the dataset moves their payloads to disk, :mod:`condvln.dataset.spill`).
     ``radii`` are the success radii of multi-room and single-room scenes (leaf goals are
     sampled more than twice the radius apart). ``workers`` is a process count or an
     :class:`~condvln.parallel.Executor` (one task per scene).
@@ -317,7 +320,7 @@ def run_synthesis(
         branch_steps=branch_steps,
     )  # fmt: skip
     shares = [0.0 if label in unpaired else counterfactual_share for label in labels]
-    run = _Run(scenes, labels, per_scene_groups, template, workers, train, shares)
+    run = _Run(scenes, labels, per_scene_groups, template, workers, train, shares, park)
     run.sample(dict.fromkeys(labels, per_scene), 0, on_scene_done)
     run.rebalance()
     run.top_up(per_scene)
@@ -348,9 +351,11 @@ class _Run:
         workers: int | Executor,
         train: Callable[[Instance, str], bool] | None,
         shares: list[float],
+        park: Callable[[list[Instance]], list[Instance]] | None = None,
     ) -> None:
         self.scenes, self.labels, self.groups, self.shares = scenes, labels, groups, shares
         self.template, self.workers, self.train = template, workers, train
+        self.park = park or (lambda instances: instances)
         self.rank = [labels[:i].count(label) for i, label in enumerate(labels)]  # leaf rotation
         self.scene_ids: list[str] = []
         self.rejections: Counter[str] = Counter()
@@ -393,7 +398,7 @@ class _Run:
             if top_up == 0:
                 self.scene_ids.append(scene_id)
                 self.stratum_of[scene_id] = self.labels[task.index]
-            self.gathered.extend(found)
+            self.gathered.extend(self.park(found))
             self.rejections.update(rejected)
 
     def rebalance(self) -> None:
