@@ -43,7 +43,13 @@ from condvln.parallel.executors import Executor, ordered_map
 from condvln.scene.identity import first_of_each, scene_fingerprint
 from condvln.scene.serialize import scene_to_json
 from condvln.synth.driver import GENERATION_GRID, success_radius
-from condvln.synth.pipeline import SceneSpec, run_synthesis, scene_seed, scene_specs
+from condvln.synth.pipeline import (
+    SceneSpec,
+    SynthesisResult,
+    run_synthesis,
+    scene_seed,
+    scene_specs,
+)
 from condvln.synth.sampler import BRANCH_STEPS, Instance, Rejected
 from condvln.vlnce import SCENE_INDEX, SPLITS, build_vocab, encode, split_path
 
@@ -327,7 +333,7 @@ def _generate(
     groups = _assign_splits(len(specs), config)  # balance within each split group
     with PayloadSpill(out.parent) as spill:
         synth = _synthesize(config, specs, groups, workers, tick, spill)
-        return _write(out, config, specs, synth, spill, workers, tick, overwrite)
+        return _write(out, config, specs, groups, synth, spill, workers, tick, overwrite)
 
 
 def _synthesize(
@@ -337,7 +343,7 @@ def _synthesize(
     workers: int | Executor,
     tick: Callable[[str, int], Callable[[], None]],
     spill: PayloadSpill,
-) -> Any:
+) -> SynthesisResult:
     """:func:`~condvln.synth.pipeline.run_synthesis` with the dataset's settings; the vetted
     episodes go to ``spill`` as they arrive."""
     return run_synthesis(
@@ -390,7 +396,8 @@ def _write(  # long: the docstring states the order the folder is written in
     out: Path,
     config: GenerateConfig,
     specs: list[SceneSpec],
-    synth: Any,
+    groups: dict[int, str],
+    synth: SynthesisResult,
     spill: PayloadSpill,
     workers: int | Executor,
     tick: Callable[[str, int], Callable[[], None]],
@@ -399,8 +406,7 @@ def _write(  # long: the docstring states the order the folder is written in
     """Write the dataset folder: the vocabulary from every kept instruction, then (in a
     temporary sibling folder, moved to ``out`` at the end) each scene's files as its worker
     returns them, every split episode by episode from ``spill``, and the card. Only instance
-    metadata and a summary per episode stay in memory."""
-    groups = _assign_splits(len(specs), config)
+    metadata and a summary per episode stay in memory (``groups``: each scene's split group)."""
     by_scene: dict[str, list[Instance]] = defaultdict(list)
     for inst in synth.instances:
         by_scene[inst.scene_id].append(inst)
