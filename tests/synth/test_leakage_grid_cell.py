@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from condvln.dataset.card import split_workload
+from condvln.dataset.card import EpisodeSummary, split_workload
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.dataset.schema import load_checked_split
 from condvln.synth.audit import Tolerances, leakage_audit, violations
@@ -48,7 +48,8 @@ def test_categories_of_the_reported_splits_carry_the_same_workload(
     length within 10 % between any two Table-1 categories of val_unseen, and of test (before
     the workload rounds of generation, this seed's val_unseen differed by 0.38 targets and
     28 %; with rounds but without keeping the best round, test ended 0.21 targets apart)."""
-    workload = split_workload(load_checked_split(dataset, split).episodes)
+    episodes = load_checked_split(dataset, split).episodes
+    workload = split_workload([EpisodeSummary.of(e) for e in episodes])
     assert len(workload["categories"]) == 6
     assert workload["gaps"]["targets"] <= LIMITS["targets"], workload
     assert workload["gaps"]["length"] <= LIMITS["length"], workload
