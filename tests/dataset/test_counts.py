@@ -11,14 +11,13 @@ import orjson
 import pytest
 
 from condvln.dataset.card import (
-    COUNTED_FIELDS,
     EpisodeSummary,
     requested_vs_produced,
     split_workload,
     workload_warnings,
 )
 from condvln.dataset.generate import GenerateConfig, requested_episodes
-from condvln.dataset.schema import load_checked_split
+from condvln.dataset.schema import DESIGN_FIELDS, load_checked_split
 
 CATEGORIES = ("simple", "nested", "deep_nested", "chain", "long_chain", "nested_chain")
 
@@ -137,7 +136,7 @@ def test_the_card_carries_the_same_counts(tiny: tuple[Path, Any]) -> None:
 
 def _walk(category: str, subgoals: int, metres: float) -> EpisodeSummary:
     """An episode whose gold path has ``subgoals`` + 1 targets and a straight reference."""
-    info = dict.fromkeys(COUNTED_FIELDS) | {"category": category, "subgoals": [{}] * subgoals}
+    info = dict.fromkeys(DESIGN_FIELDS) | {"category": category, "subgoals": [{}] * subgoals}
     episode = {
         "scene_id": "s",
         "info": {"condvln": info | {"pair_id": None, "step_budget": 10}, "geodesic_distance": 1.0},

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from condvln.dataset.episode import path_length
+from condvln.dataset.schema import DESIGN_FIELDS
 from condvln.program.ast import CATEGORIES
 from condvln.program.parse import tokenize
 from condvln.program.render import MAX_WORDS, word_count
@@ -25,18 +26,6 @@ REQUESTED_NOTE = (
 )
 
 
-COUNTED_FIELDS = (
-    "category",
-    "depth",
-    "chain",
-    "composition",
-    "observability",
-    "horizon",
-    "branch_steps",
-)
-"""Fields of ``info.condvln`` the card counts episodes by."""
-
-
 @dataclass(frozen=True)
 class EpisodeSummary:
     """What the card reads of one episode (a dataset is written episode by episode, and only
@@ -44,7 +33,7 @@ class EpisodeSummary:
 
     Attributes:
         scene_id: The episode's ``scene_id``.
-        fields: ``info.condvln``'s :data:`COUNTED_FIELDS`, ``pair_id`` and ``step_budget``.
+        fields: ``info.condvln``'s :data:`DESIGN_FIELDS`, ``pair_id`` and ``step_budget``.
         targets: Targets on the gold path (subgoals and the goal).
         path_length: Length of ``reference_path`` (m).
         geodesic: ``info.geodesic_distance`` (m).
@@ -64,7 +53,7 @@ class EpisodeSummary:
         info = episode["info"]["condvln"]
         return cls(
             scene_id=episode["scene_id"],
-            fields={k: info[k] for k in (*COUNTED_FIELDS, "pair_id", "step_budget")},
+            fields={k: info[k] for k in (*DESIGN_FIELDS, "pair_id", "step_budget")},
             targets=len(info["subgoals"]) + 1,
             path_length=path_length(episode["reference_path"]),
             geodesic=episode["info"]["geodesic_distance"],
@@ -254,7 +243,7 @@ def dataset_stats(
     episodes = [e for split in sorted(splits) for e in splits[split]]
     counts = {
         key: dict(sorted(Counter(str(e.fields[key]) for e in episodes).items()))
-        for key in COUNTED_FIELDS
+        for key in DESIGN_FIELDS
     }
     versus, warnings = requested_vs_produced(splits, requested, rejections)
     workload = {s: split_workload(splits[s]) for s in sorted(splits)}

@@ -42,6 +42,18 @@ QUATERNION_TOLERANCE = 1e-6
 N_ACTIONS = 4
 """VLN-CE action ids ``0 .. 3``: STOP, FORWARD, LEFT, RIGHT."""
 
+DESIGN_FIELDS = (
+    "category",
+    "depth",
+    "chain",
+    "composition",
+    "observability",
+    "horizon",
+    "branch_steps",
+)
+"""The design cell of an episode: the fields of ``info.condvln`` the dataset card counts
+episodes by and evaluation records carry."""
+
 _MISSING = object()
 
 

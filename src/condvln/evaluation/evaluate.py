@@ -68,7 +68,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from condvln import __version__
-from condvln.dataset.schema import load_checked_split
+from condvln.dataset.schema import DESIGN_FIELDS, load_checked_split
 from condvln.errors import ConfigError, FormatError, ValidationError
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants, pair_consistency
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
@@ -108,17 +108,7 @@ from condvln.vlnce import (
     split_path,
 )
 
-LABEL_KEYS = (
-    "category",
-    "depth",
-    "chain",
-    "composition",
-    "observability",
-    "horizon",
-    "branch_steps",
-    "source_dataset",
-    "pair_id",
-)
+LABEL_KEYS = (*DESIGN_FIELDS, "source_dataset", "pair_id")
 """Keys copied from ``info.condvln`` into every per-episode record."""
 
 BREAKDOWN_KEYS = (
