@@ -111,16 +111,7 @@ from condvln.vlnce import (
 LABEL_KEYS = (*DESIGN_FIELDS, "source_dataset", "pair_id")
 """Keys copied from ``info.condvln`` into every per-episode record."""
 
-BREAKDOWN_KEYS = (
-    "source_dataset",
-    "category",
-    "depth",
-    "chain",
-    "composition",
-    "observability",
-    "horizon",
-    "branch_steps",
-)
+BREAKDOWN_KEYS = ("source_dataset", *DESIGN_FIELDS)
 """Record keys that ``metrics.json`` breaks the main metrics down by."""
 
 MAIN_METRICS = (
