@@ -71,6 +71,38 @@ def test_metric_rows_measures_what_query_measures(house: str) -> None:
         np.testing.assert_array_equal(row, exact)
 
 
+@pytest.mark.parametrize("house", ["0", "3"])
+def test_metric_rows_is_exact_where_a_metric_reads_it(house: str) -> None:
+    """With a finite radius, on points hidden from the goal (the branch and bound then measures
+    many of them, most only until their bound passes the minimum so far): :func:`query`'s
+    floats at the last point, within the radius and at the minimum; elsewhere a lower bound of
+    them above the radius and not below the minimum."""
+    geo = SceneGeodesic(load("procedural", house))
+    poly = geo.navigator.polygon
+    rng = np.random.default_rng(int(house))
+    lo, hi = poly.xy.min(axis=0), poly.xy.max(axis=0)
+    ground = rng.uniform(lo, hi, size=(800, 2))
+    ground = ground[poly.contains(ground)]
+    stopped = 0
+    for goal in ground[:5]:
+        field = geo.field((goal[0], 0.0, goal[1]))
+        args = (*poly.kernel_args, poly.corners, field.vertex_distance, goal[0], goal[1])
+        exact, _ = vis.query(*args, ground)
+        hidden = ground[exact > np.hypot(*(ground - goal).T) + 1.0]  # behind something
+        exact, _ = vis.query(*args, hidden)
+        points = np.column_stack([hidden[:, 0], np.zeros(len(hidden)), hidden[:, 1]])
+        for radius in (0.5, 2.0):
+            row = geo.rows(points, np.array([[goal[0], 0.0, goal[1]]]), radius)[0]
+            ground_distance = np.hypot(*(hidden - goal).T)
+            measured = ground_distance <= radius
+            measured[-1] = True
+            np.testing.assert_array_equal(row[measured], exact[measured])
+            assert row.min() == exact.min()
+            assert (row <= exact).all() and (row[~measured] > radius).all()
+            stopped += np.count_nonzero((row < exact) & (row > ground_distance))
+    assert stopped  # some measurements stopped at a bound
+
+
 @pytest.mark.parametrize("house", ["0", "5"])
 def test_contains_agrees_with_shapely(house: str) -> None:
     """On random points, on every vertex, on edge midpoints and on the hash's grid lines."""

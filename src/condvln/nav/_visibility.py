@@ -519,22 +519,71 @@ def _point_distance(
     bound: np.ndarray,
     cand: np.ndarray,
     keep: np.ndarray,
+    cutoff: float,
 ) -> float:
-    """The distance of :func:`_query_point` (the same float), faster when only it is needed:
-    the smallest bounds are picked and tested in turn (usually one or two) instead of sorting
-    all candidates; among equal bounds it may test another vertex first, which changes no
-    distance but could change the first vertex of a path, so :func:`query` keeps the sort."""
+    """The distance of :func:`_query_point` (the same float) when it is below ``cutoff``, else
+    a lower bound of it that is at least ``cutoff`` (the smallest bound left untested).
+
+    Faster when only the distance is needed: the smallest bounds are picked and tested in turn
+    (usually one or two) instead of sorting all candidates; among equal bounds it may test
+    another vertex first, which changes no distance but could change the first vertex of a
+    path, so :func:`query` keeps the sort."""
     if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, gx, gz):
         return math.hypot(px - gx, pz - gz)
     count = _candidates(corners, dist, px, pz, bound, cand, keep)
     while count > 0:
         k = np.argmin(bound[:count])
+        if bound[k] >= cutoff:
+            return bound[k]
         v = reflex[cand[k]]
         if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, xy[v, 0], xy[v, 1]):
             return bound[k]
         count -= 1
         bound[k], cand[k] = bound[count], cand[count]
     return math.inf
+
+
+@numba.njit(cache=True, nogil=True)
+def _near_point_distance(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    reflex: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    corners: np.ndarray,
+    dist: np.ndarray,
+    order: np.ndarray,
+    gx: float,
+    gz: float,
+    px: float,
+    pz: float,
+    keys: np.ndarray,
+    nodes: np.ndarray,
+) -> float:
+    """The distance of :func:`_point_distance` without cutoff (the same float), faster for a
+    point near the goal: the vertices are taken in increasing ``D(v)`` (``order``: their
+    indices sorted so) into a heap of bounds ``|p − v| + D(v)``, and the smallest bound is
+    tested once no vertex left can have a smaller one (its bound is at least its ``D(v)``), so
+    only the vertices with ``D(v)`` below the answer are visited (``keys`` / ``nodes``:
+    scratch arrays of the reflex count)."""
+    if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, gx, gz):
+        return math.hypot(px - gx, pz - gz)
+    size, i = 0, 0
+    while True:
+        while i < order.size and dist[order[i]] < (keys[0] if size else math.inf):
+            a = order[i]
+            i += 1
+            if corner_tangent(corners, a, px, pz):
+                bound = math.hypot(corners[0, a] - px, corners[1, a] - pz) + dist[a]
+                size = _heap_push(keys, nodes, size, bound, a)
+        if size == 0:
+            return math.inf
+        bound, a, size = _heap_pop(keys, nodes, size)
+        v = reflex[a]
+        if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, xy[v, 0], xy[v, 1]):
+            return bound
 
 
 @numba.njit(cache=True, nogil=True)
@@ -548,26 +597,30 @@ def metric_rows(  # long: one compiled kernel over the query arrays; helpers wou
     grid: np.ndarray,
     corners: np.ndarray,
     dists: np.ndarray,
+    orders: np.ndarray,
     targets: np.ndarray,
     points: np.ndarray,
     snapped: np.ndarray,
     ok: np.ndarray,
-    last: int,
+    runs: np.ndarray,
     radius: float,
     floor: float,
 ) -> np.ndarray:
-    """Distances from points ``(M, 3)`` to targets ``(T, 3)`` where a metric can depend on them.
+    """Distances from the positions ``points[runs]`` to targets ``(T, 3)`` where a metric can
+    depend on them, ``(T, len(runs))``; each distinct point ``(M, 3)`` is measured once.
 
-    Row ``t`` uses ``dists[t]`` (:func:`goal_distances` of ``targets[t]``, the snapped goal).
-    ``snapped`` are the ground points the distances are measured from (:meth:`NavPolygon.locate`;
-    the point itself where not ``ok``). Measured exactly: point ``last``, every point whose
-    ground distance from its snapped position to the target is at most ``radius``, and the
-    nearest one (branch and bound over that ground distance, a lower bound of the geodesic); a
-    point that is not ``ok`` (off the map) or cannot reach the target gets its straight-line
-    distance, at least ``floor``. Every other point keeps its ground distance (above ``radius``
-    and not below the minimum).
+    Row ``t`` uses ``dists[t]`` (:func:`goal_distances` of ``targets[t]``, the snapped goal)
+    and ``orders[t]`` (its vertex indices by increasing distance). ``snapped`` are the ground
+    points the distances are measured from (:meth:`NavPolygon.locate`; the point itself where
+    not ``ok``). Measured exactly: the last point, every point whose ground distance from its
+    snapped position to the target is at most ``radius``, and the nearest one (branch and bound
+    over that ground distance, a lower bound of the geodesic: a point farther than the radius
+    is measured only below the smallest distance so far); a point that is not ``ok`` (off the
+    map) or cannot reach the target gets its straight-line distance, at least ``floor``. Every
+    other point keeps a lower bound of its geodesic above ``radius`` and not below the minimum:
+    its ground distance, or the bound at which its branch-and-bound measurement stopped.
     """
-    m, n = points.shape[0], reflex.size
+    m, n, last = points.shape[0], reflex.size, points.shape[0] - 1
     out = np.empty((targets.shape[0], m))
     bound = np.empty(n)
     cand = np.empty(n, dtype=np.int64)
@@ -587,10 +640,16 @@ def metric_rows(  # long: one compiled kernel over the query arrays; helpers wou
             if step > 0 and out[t, todo] >= best and out[t, todo] > radius:
                 break  # sorted: every later ground distance is as large
             d = math.inf
-            if ok[todo]:
+            px, pz = snapped[todo, 0], snapped[todo, 1]
+            if ok[todo] and step > 0 and out[t, todo] <= radius:
+                d = _near_point_distance(
+                    xy, prev, nxt, reflex, cell_start, cell_edges, grid, corners, dists[t],
+                    orders[t], tx, tz, px, pz, bound, cand,
+                )  # fmt: skip
+            elif ok[todo]:
                 d = _point_distance(
                     xy, prev, nxt, reflex, cell_start, cell_edges, grid, corners, dists[t],
-                    tx, tz, snapped[todo, 0], snapped[todo, 1], bound, cand, keep,
+                    tx, tz, px, pz, bound, cand, keep, math.inf if step == 0 else best,
                 )  # fmt: skip
             if d == math.inf:
                 dx, dy, dz = points[todo, 0] - tx, points[todo, 1] - ty, points[todo, 2] - tz
@@ -598,7 +657,11 @@ def metric_rows(  # long: one compiled kernel over the query arrays; helpers wou
             out[t, todo] = d
             done[todo] = True
             best = min(best, d)
-    return out
+    full = np.empty((targets.shape[0], runs.size))
+    for t in range(targets.shape[0]):
+        for i in range(runs.size):
+            full[t, i] = out[t, runs[i]]
+    return full
 
 
 RING_SLACK = 1e-9
