@@ -787,3 +787,83 @@ def cell_status(grid: np.ndarray, cell_inside: np.ndarray, points: np.ndarray) -
         if 0 <= col < cols and 0 <= row < rows:
             out[i] = cell_inside[row * cols + col]
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _near_edge(
+    xy: np.ndarray,
+    nxt: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    cell: int,
+    px: float,
+    pz: float,
+) -> bool:
+    """Whether an edge of hash cell ``cell`` passes within ``2 EPS`` of the point (every edge
+    within :data:`EPS` of a point is hashed into the point's cell; edges may have length 0)."""
+    for k in range(cell_start[cell], cell_start[cell + 1]):
+        e = cell_edges[k]
+        ax, az = xy[e, 0], xy[e, 1]
+        ex, ez = xy[nxt[e], 0] - ax, xy[nxt[e], 1] - az
+        length2 = ex * ex + ez * ez
+        t = (
+            0.0
+            if length2 == 0.0
+            else min(max(((px - ax) * ex + (pz - az) * ez) / length2, 0.0), 1.0)
+        )
+        if math.hypot(px - ax - t * ex, pz - az - t * ez) <= 2 * EPS:
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def point_status(
+    xy: np.ndarray,
+    nxt: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    cell_inside: np.ndarray,
+    points: np.ndarray,
+) -> np.ndarray:
+    """Per ground point ``(M, 2)``: 1 inside the polygon of rings ``xy`` / ``nxt`` (boundary
+    included), 0 outside, -1 within ``2 EPS`` of an edge (where rounding could decide; the
+    caller asks an exact test). ``cell_inside`` is 1 (inside) or 0 (outside) for a hash cell
+    without edges, else -1.
+
+    A point in a hash cell without edges takes the cell's ``cell_inside``; another starts from
+    the status of the nearest edge-free cell to its left in its row (outside when none: the
+    hash's extent encloses the polygon) and flips it at every edge that crosses the horizontal
+    segment from there (half-open in z, so a vertex at the point's height counts once). An edge
+    lies in every cell its box touches, so it is counted only in the cell its crossing lies in.
+    Away from the edges the crossings are far (> ``2 EPS``) from the point, beyond rounding.
+    """
+    ox, oz, size = grid[0], grid[1], grid[2]
+    rows, cols = int(grid[3]), int(grid[4])
+    out = np.zeros(points.shape[0], dtype=np.int8)
+    for i in range(points.shape[0]):
+        px, pz = points[i, 0], points[i, 1]
+        col, row = math.floor((px - ox) / size), math.floor((pz - oz) / size)
+        if not (0 <= col < cols and 0 <= row < rows):
+            continue
+        cell = row * cols + col
+        if cell_inside[cell] >= 0:
+            out[i] = cell_inside[cell]
+            continue
+        if _near_edge(xy, nxt, cell_start, cell_edges, cell, px, pz):
+            out[i] = -1
+            continue
+        first = col - 1
+        while first >= 0 and cell_inside[row * cols + first] < 0:
+            first -= 1
+        inside = first >= 0 and cell_inside[row * cols + first] == 1
+        for c in range(first + 1, col + 1):
+            for k in range(cell_start[row * cols + c], cell_start[row * cols + c + 1]):
+                e = cell_edges[k]
+                ax, az, bx, bz = xy[e, 0], xy[e, 1], xy[nxt[e], 0], xy[nxt[e], 1]
+                if (az > pz) != (bz > pz):
+                    x = ax + (pz - az) * (bx - ax) / (bz - az)
+                    if x < px and _cell_index(x, ox, size, cols) == c:
+                        inside = not inside
+        out[i] = inside
+    return out
