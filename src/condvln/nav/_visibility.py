@@ -519,22 +519,16 @@ def _point_distance(
     bound: np.ndarray,
     cand: np.ndarray,
     keep: np.ndarray,
-    cutoff: float,
 ) -> float:
-    """The distance of :func:`_query_point` (the same float) when it is below ``cutoff``, else
-    a lower bound of it that is at least ``cutoff`` (the smallest bound left untested).
-
-    Faster when only the distance is needed: the smallest bounds are picked and tested in turn
-    (usually one or two) instead of sorting all candidates; among equal bounds it may test
-    another vertex first, which changes no distance but could change the first vertex of a
-    path, so :func:`query` keeps the sort."""
+    """The distance of :func:`_query_point` (the same float), faster when only it is needed:
+    the smallest bounds are picked and tested in turn (usually one or two) instead of sorting
+    all candidates; among equal bounds it may test another vertex first, which changes no
+    distance but could change the first vertex of a path, so :func:`query` keeps the sort."""
     if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, gx, gz):
         return math.hypot(px - gx, pz - gz)
     count = _candidates(corners, dist, px, pz, bound, cand, keep)
     while count > 0:
         k = np.argmin(bound[:count])
-        if bound[k] >= cutoff:
-            return bound[k]
         v = reflex[cand[k]]
         if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, xy[v, 0], xy[v, 1]):
             return bound[k]
@@ -544,7 +538,7 @@ def _point_distance(
 
 
 @numba.njit(cache=True, nogil=True)
-def _near_point_distance(
+def _point_distance_below(
     xy: np.ndarray,
     prev: np.ndarray,
     nxt: np.ndarray,
@@ -561,25 +555,28 @@ def _near_point_distance(
     pz: float,
     keys: np.ndarray,
     nodes: np.ndarray,
+    cutoff: float,
 ) -> float:
-    """The distance of :func:`_point_distance` without cutoff (the same float), faster for a
-    point near the goal: the vertices are taken in increasing ``D(v)`` (``order``: their
-    indices sorted so) into a heap of bounds ``|p − v| + D(v)``, and the smallest bound is
-    tested once no vertex left can have a smaller one (its bound is at least its ``D(v)``), so
-    only the vertices with ``D(v)`` below the answer are visited (``keys`` / ``nodes``:
+    """The distance of :func:`_point_distance` (the same float) when it is below ``cutoff``,
+    else a lower bound of it that is at least ``cutoff``; faster for a point near the goal or
+    a low cutoff. The vertices are taken in increasing ``D(v)`` (``order``: their indices
+    sorted so) into a heap of bounds ``|p − v| + D(v)``, and the smallest bound is tested once
+    no vertex left can have a smaller one (its bound is at least its ``D(v)``), so only the
+    vertices with ``D(v)`` below the answer and the cutoff are visited (``keys`` / ``nodes``:
     scratch arrays of the reflex count)."""
     if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, gx, gz):
         return math.hypot(px - gx, pz - gz)
     size, i = 0, 0
     while True:
-        while i < order.size and dist[order[i]] < (keys[0] if size else math.inf):
+        while i < order.size and dist[order[i]] < min(cutoff, keys[0] if size else math.inf):
             a = order[i]
             i += 1
             if corner_tangent(corners, a, px, pz):
                 bound = math.hypot(corners[0, a] - px, corners[1, a] - pz) + dist[a]
                 size = _heap_push(keys, nodes, size, bound, a)
-        if size == 0:
-            return math.inf
+        rest = dist[order[i]] if i < order.size else math.inf  # a bound of every vertex left
+        if size == 0 or keys[0] >= cutoff:
+            return min(keys[0], rest) if size else rest
         bound, a, size = _heap_pop(keys, nodes, size)
         v = reflex[a]
         if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, xy[v, 0], xy[v, 1]):
@@ -641,15 +638,16 @@ def metric_rows(  # long: one compiled kernel over the query arrays; helpers wou
                 break  # sorted: every later ground distance is as large
             d = math.inf
             px, pz = snapped[todo, 0], snapped[todo, 1]
-            if ok[todo] and step > 0 and out[t, todo] <= radius:
-                d = _near_point_distance(
+            if ok[todo] and step > 0:  # exact within the radius, else only below the best
+                cutoff = math.inf if out[t, todo] <= radius else best
+                d = _point_distance_below(
                     xy, prev, nxt, reflex, cell_start, cell_edges, grid, corners, dists[t],
-                    orders[t], tx, tz, px, pz, bound, cand,
+                    orders[t], tx, tz, px, pz, bound, cand, cutoff,
                 )  # fmt: skip
-            elif ok[todo]:
+            elif ok[todo]:  # the last point, often far: every candidate in one pass is faster
                 d = _point_distance(
                     xy, prev, nxt, reflex, cell_start, cell_edges, grid, corners, dists[t],
-                    tx, tz, px, pz, bound, cand, keep, math.inf if step == 0 else best,
+                    tx, tz, px, pz, bound, cand, keep,
                 )  # fmt: skip
             if d == math.inf:
                 dx, dy, dz = points[todo, 0] - tx, points[todo, 1] - ty, points[todo, 2] - tz
