@@ -27,7 +27,8 @@ are printed. Part 2 compares exact nDTW (this package: Euclidean cost matrix + c
 trajectories. fastdtw is not a dependency of condvln: ``pip install fastdtw`` to run part 2.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_metrics.py [--episodes 10000] [--workers 2]
-[--dataset DIR] [--geodesic-scenes 20] [--repeats 5]``.
+[--dataset DIR] [--geodesic-scenes 20] [--repeats 5] [--skip-grid]``; ``--skip-grid`` times the
+exact engine of part 1b alone.
 """
 
 from __future__ import annotations
@@ -297,17 +298,19 @@ def _time_scene(
     return t_exact, time.perf_counter() - start, records, grid_records
 
 
-def score_scenes(task: tuple[list[int], int, int, int]) -> dict[str, Any]:
+def score_scenes(task: tuple[list[int], int, int, int, bool]) -> dict[str, Any]:
     """One worker: build every scene's episodes (untimed), then time the exact engine over all
-    its scenes ``repeats`` times (a fresh navigator each time; records of the last repeat) and
-    the grid engine once."""
-    seeds, per_scene, n_positions, repeats = task
+    its scenes ``repeats`` times (a fresh navigator each time; records of the last repeat) and,
+    with ``grid``, the grid engine once."""
+    seeds, per_scene, n_positions, repeats, grid = task
     episodes = {seed: scene_episodes(seed, per_scene, n_positions) for seed in seeds}
     out: dict[str, Any] = {"exact": [], "grid": [], "grid_records": []}
     for repeat in range(repeats):
         times, out["records"] = np.zeros(2), []
         for seed in seeds:
-            t_exact, t_grid, records, grid_records = _time_scene(seed, episodes[seed], repeat == 0)
+            t_exact, t_grid, records, grid_records = _time_scene(
+                seed, episodes[seed], grid and repeat == 0
+            )
             times += (t_exact, t_grid)
             out["records"] += records
             out["grid_records"] += grid_records
@@ -322,12 +325,14 @@ def _load() -> str:
 
 
 def bench_geodesic(
-    n_scenes: int, n_episodes: int, n_positions: int, workers: int, repeats: int
+    n_scenes: int, n_episodes: int, n_positions: int, workers: int, repeats: int, grid_too: bool
 ) -> None:
-    """Part 1b: every metric with real geodesics, exact engine against the grid engine."""
+    """Part 1b: every metric with real geodesics, exact engine against the grid engine (the
+    exact engine alone without ``grid_too``)."""
     per_scene = math.ceil(n_episodes / n_scenes)
     tasks = [
-        (list(range(w, n_scenes, workers)), per_scene, n_positions, repeats) for w in range(workers)
+        (list(range(w, n_scenes, workers)), per_scene, n_positions, repeats, grid_too)
+        for w in range(workers)
     ]
     load_before = _load()
     with ProcessPoolExecutor(workers) as pool:
@@ -342,9 +347,6 @@ def bench_geodesic(
         aggregation.append(time.perf_counter() - start)
     # wall of one repeat: the slowest worker's (workers run side by side)
     t_exact = np.max([p["exact"] for p in parts], axis=0) + aggregation
-    t_grid = np.max([p["grid"] for p in parts], axis=0) + aggregation[0]
-    ne = np.array([r["distance_to_goal"] for r in exact])
-    ne_grid = np.array([r["distance_to_goal"] for r in grid])
     print(
         f"\npart 1b: {len(exact)} episodes over {n_scenes} procedural houses, "
         f"{workers} worker(s), real geodesics, median of {repeats} repeat(s) "
@@ -354,6 +356,11 @@ def bench_geodesic(
         f"  exact engine: {np.median(t_exact):6.2f} s wall (all metrics + aggregation "
         f"{np.median(aggregation):.2f} s); repeats {np.round(t_exact, 2).tolist()}"
     )
+    if not grid_too:
+        return
+    t_grid = np.max([p["grid"] for p in parts], axis=0) + aggregation[0]
+    ne = np.array([r["distance_to_goal"] for r in exact])
+    ne_grid = np.array([r["distance_to_goal"] for r in grid])
     print(f"  grid engine : {t_grid[0]:6.2f} s wall (once)")
     print(f"  exact / grid = {np.median(t_exact) / t_grid[0]:.2f}")
     print(
@@ -430,6 +437,9 @@ def _parser() -> argparse.ArgumentParser:
         help="procedural houses of part 1b (0 skips it)",
     )
     parser.add_argument(
+        "--skip-grid", action="store_true", help="time part 1b's exact engine only (no grid)"
+    )
+    parser.add_argument(
         "--dataset",
         type=Path,
         help="dataset whose _gt lengths the references follow "
@@ -492,7 +502,12 @@ def main() -> None:
 
     if args.geodesic_scenes:
         bench_geodesic(
-            args.geodesic_scenes, args.episodes, args.positions, args.workers, args.repeats
+            args.geodesic_scenes,
+            args.episodes,
+            args.positions,
+            args.workers,
+            args.repeats,
+            not args.skip_grid,
         )
     compare_fastdtw(episodes[: args.fastdtw_episodes])
 

@@ -71,18 +71,66 @@ def test_metric_rows_measures_what_query_measures(house: str) -> None:
         np.testing.assert_array_equal(row, exact)
 
 
+@pytest.mark.parametrize("house", ["0", "3"])
+def test_metric_rows_is_exact_where_a_metric_reads_it(house: str) -> None:
+    """With a finite radius, on points hidden from the goal (the branch and bound then measures
+    many of them, most only until their bound passes the minimum so far): :func:`query`'s
+    floats at the last point, within the radius and at the minimum; elsewhere a lower bound of
+    them above the radius and not below the minimum."""
+    geo = SceneGeodesic(load("procedural", house))
+    poly = geo.navigator.polygon
+    rng = np.random.default_rng(int(house))
+    lo, hi = poly.xy.min(axis=0), poly.xy.max(axis=0)
+    ground = rng.uniform(lo, hi, size=(800, 2))
+    ground = ground[poly.contains(ground)]
+    stopped = 0
+    for goal in ground[:5]:
+        field = geo.field((goal[0], 0.0, goal[1]))
+        args = (*poly.kernel_args, poly.corners, field.vertex_distance, goal[0], goal[1])
+        exact, _ = vis.query(*args, ground)
+        hidden = ground[exact > np.hypot(*(ground - goal).T) + 1.0]  # behind something
+        exact, _ = vis.query(*args, hidden)
+        points = np.column_stack([hidden[:, 0], np.zeros(len(hidden)), hidden[:, 1]])
+        for radius in (0.5, 2.0):
+            row = geo.rows(points, np.array([[goal[0], 0.0, goal[1]]]), radius)[0]
+            ground_distance = np.hypot(*(hidden - goal).T)
+            measured = ground_distance <= radius
+            measured[-1] = True
+            np.testing.assert_array_equal(row[measured], exact[measured])
+            assert row.min() == exact.min()
+            assert (row <= exact).all() and (row[~measured] > radius).all()
+            stopped += np.count_nonzero((row < exact) & (row > ground_distance))
+    assert stopped  # some measurements stopped at a bound
+
+
 @pytest.mark.parametrize("house", ["0", "5"])
 def test_contains_agrees_with_shapely(house: str) -> None:
-    """On random points, on every vertex, on edge midpoints and on the hash's grid lines."""
+    """On random points, on every vertex (cleaned or as shapely holds it), on and beside edges
+    (1e-12 to 1e-2 m off), at the height of every vertex and on the hash's grid lines; the
+    crossing count agrees wherever it answers."""
     poly = NavPolygon(SceneGeodesic(load("procedural", house)).navigator.area.polygon)
     rng = np.random.default_rng(1)
     lo, hi = poly.xy.min(axis=0) - 1, poly.xy.max(axis=0) + 1
     on_lines = np.floor(rng.uniform(lo, hi, size=(2000, 2)) / 0.25) * 0.25 + poly.grid[:2] % 0.25
-    points = np.vstack(
-        [rng.uniform(lo, hi, size=(20000, 2)), poly.xy, (poly.xy + poly.xy[poly.nxt]) / 2, on_lines]
-    )
+    points = [rng.uniform(lo, hi, size=(20000, 2)), on_lines]
+    raw = np.vstack([np.asarray(ring.coords)[:-1] for ring in poly._rings()])
+    for v in (poly.xy, raw):
+        b = np.roll(v, -1, axis=0)
+        on_edges = v + rng.uniform(0, 1, size=(len(v), 1)) * (b - v)
+        normal = np.column_stack([v[:, 1] - b[:, 1], b[:, 0] - v[:, 0]])
+        normal /= np.maximum(np.hypot(*normal.T), 1e-300)[:, None]
+        heights = np.column_stack([rng.uniform(lo[0], hi[0], len(v)), v[:, 1]])
+        points += [v, (v + b) / 2, on_edges, heights]
+        points += [
+            on_edges + side * off * normal for off in (1e-12, 3e-9, 1e-6, 1e-2) for side in (-1, 1)
+        ]
+    points = np.vstack(points)
     expected = shapely.intersects_xy(poly.polygon, points[:, 0], points[:, 1])
     np.testing.assert_array_equal(poly.contains(points), expected)
+    status = vis.point_status(*poly._boundary, points)
+    answered = status >= 0
+    np.testing.assert_array_equal(status[answered].astype(bool), expected[answered])
+    assert answered.mean() > 0.5  # most points are tested here on purpose near an edge
 
 
 def _full_scan(poly: NavPolygon, points: np.ndarray, reach: float) -> tuple[np.ndarray, ...]:

@@ -25,8 +25,9 @@ Distances, as VLN-CE measures them:
   the same computation that stored ``info.geodesic_distance``, so a start position scores
   exactly ℓ). Every distance a metric can depend on is exact: the last position, every
   position within the target's radius (straight line), and the nearest position (branch and
-  bound on the straight-line distance); other positions carry their straight-line ground
-  distance, a lower bound above the radius and above that minimum (:meth:`SceneGeodesic.distances`);
+  bound on the straight-line distance); other positions carry a lower bound above the radius
+  and not below that minimum — their straight-line ground distance, or the bound at which the
+  branch and bound stopped measuring them (:meth:`SceneGeodesic.distances`);
 * Euclidean for TL, nDTW and CLS; the reference of nDTW / SDTW / CLS is the episode's dense
   ground truth (``locations`` of ``{split}_gt.json.gz``; test: ``test_answers.json.gz``) as in
   VLN-CE's ``NDTW`` measure, or — for an episode without one — its ``reference_path``
@@ -61,6 +62,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numba
 import numpy as np
 import orjson
 from numpy.typing import NDArray
@@ -156,6 +158,7 @@ class SceneGeodesic:
         self._rows: dict[bytes, int] = {}  # target bytes -> row of the tables below
         polygon = self.navigator.polygon
         self._vertex_table = np.empty((0, polygon.reflex.size))  # each field's vertex distances
+        self._order_table = np.empty((0, polygon.reflex.size), dtype=np.int64)  # their argsort
         self._goal_table = np.empty((0, 3))  # each field's (snapped) goal
         self._last = (b"", np.empty((1, 2)), np.zeros(1, dtype=bool))  # the last point located
 
@@ -182,31 +185,30 @@ class SceneGeodesic:
 
         Exact: the last point, every point whose straight-line ground distance is at most
         ``radius`` and the minimum over all points (branch and bound: points are measured in
-        order of ground distance until that exceeds the smallest measured value). Unreachable
-        points follow the module's off-map rule. Every other point gets its ground distance,
-        a lower bound of its geodesic that is above ``radius`` and not below the minimum, so
-        NE, success, oracle success / NE, subgoals reached and branch choice are exact
+        order of ground distance until that exceeds the smallest measured value, each only
+        below that value). Unreachable points follow the module's off-map rule. Every other
+        point gets a lower bound of its geodesic that is above ``radius`` and not below the
+        minimum (its ground distance, or the bound its measurement stopped at), so NE,
+        success, oracle success / NE, subgoals reached and branch choice are exact
         (:func:`condvln.nav._visibility.metric_rows`).
         """
-        moved = np.ones(len(points), dtype=bool)  # in-place turns repeat the last position
-        moved[1:] = (points[1:] != points[:-1]).any(axis=1)
-        unique, inverse = np.ascontiguousarray(points[moved]), np.cumsum(moved) - 1
+        unique, runs = distinct_runs(np.asarray(points, dtype=np.float64))
         polygon = self.navigator.polygon
         snapped, ok = self._locate(unique)
         index = self._table_rows(np.asarray(targets, dtype=np.float64))
-        out = metric_rows(
+        return metric_rows(
             *polygon.kernel_args,
             polygon.corners,
             self._vertex_table[index],
+            self._order_table[index],
             self._goal_table[index],
             unique,
             np.ascontiguousarray(snapped),
             ok,
-            int(inverse[-1]),
+            runs,
             float(radius),
             float(np.nextafter(radius, np.inf)),
         )
-        return out[:, inverse]
 
     def _locate(self, unique: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
         """:meth:`~condvln.nav.polygon.NavPolygon.locate` of the ground points of ``unique``;
@@ -215,7 +217,7 @@ class SceneGeodesic:
         key = unique[-1].tobytes()
         if len(unique) == 1 and key == self._last[0]:
             return self._last[1], self._last[2]
-        snapped, ok = self.navigator.polygon.locate(unique[:, [0, 2]], NAV_CONFIG.max_snap)
+        snapped, ok = self.navigator.polygon.locate(unique[:, ::2], NAV_CONFIG.max_snap)
         self._last = (key, snapped[-1:], ok[-1:])
         return snapped, ok
 
@@ -228,9 +230,26 @@ class SceneGeodesic:
                 field = self.field(target)
                 row = self._rows[target.tobytes()] = len(self._goal_table)
                 self._vertex_table = np.vstack([self._vertex_table, field.vertex_distance])
+                order = np.argsort(field.vertex_distance, kind="stable")
+                self._order_table = np.vstack([self._order_table, order])
                 self._goal_table = np.vstack([self._goal_table, field.goal])
             index[i] = row
         return index
+
+
+@numba.njit(cache=True, nogil=True)
+def distinct_runs(points: FloatArray) -> tuple[FloatArray, NDArray[np.int64]]:
+    """``points`` without in-place repeats (one row per run of equal consecutive rows) and the
+    run of every row, so ``unique[runs]`` is ``points`` (at least one row)."""
+    if points.shape[0] == 0:
+        raise ValueError("no points")
+    runs = np.zeros(points.shape[0], dtype=np.int64)
+    for i in range(1, points.shape[0]):
+        runs[i] = runs[i - 1] + (points[i] != points[i - 1]).any()
+    unique = np.empty((runs[-1] + 1, points.shape[1]))
+    for i in range(points.shape[0]):
+        unique[runs[i]] = points[i]
+    return unique, runs
 
 
 def sha256_file(path: Path) -> str:

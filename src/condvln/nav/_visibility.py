@@ -538,6 +538,52 @@ def _point_distance(
 
 
 @numba.njit(cache=True, nogil=True)
+def _point_distance_below(
+    xy: np.ndarray,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    reflex: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    corners: np.ndarray,
+    dist: np.ndarray,
+    order: np.ndarray,
+    gx: float,
+    gz: float,
+    px: float,
+    pz: float,
+    keys: np.ndarray,
+    nodes: np.ndarray,
+    cutoff: float,
+) -> float:
+    """The distance of :func:`_point_distance` (the same float) when it is below ``cutoff``,
+    else a lower bound of it that is at least ``cutoff``; faster for a point near the goal or
+    a low cutoff. The vertices are taken in increasing ``D(v)`` (``order``: their indices
+    sorted so) into a heap of bounds ``|p − v| + D(v)``, and the smallest bound is tested once
+    no vertex left can have a smaller one (its bound is at least its ``D(v)``), so only the
+    vertices with ``D(v)`` below the answer and the cutoff are visited (``keys`` / ``nodes``:
+    scratch arrays of the reflex count)."""
+    if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, gx, gz):
+        return math.hypot(px - gx, pz - gz)
+    size, i = 0, 0
+    while True:
+        while i < order.size and dist[order[i]] < min(cutoff, keys[0] if size else math.inf):
+            a = order[i]
+            i += 1
+            if corner_tangent(corners, a, px, pz):
+                bound = math.hypot(corners[0, a] - px, corners[1, a] - pz) + dist[a]
+                size = _heap_push(keys, nodes, size, bound, a)
+        rest = dist[order[i]] if i < order.size else math.inf  # a bound of every vertex left
+        if size == 0 or keys[0] >= cutoff:
+            return min(keys[0], rest) if size else rest
+        bound, a, size = _heap_pop(keys, nodes, size)
+        v = reflex[a]
+        if segment_free(xy, prev, nxt, cell_start, cell_edges, grid, px, pz, xy[v, 0], xy[v, 1]):
+            return bound
+
+
+@numba.njit(cache=True, nogil=True)
 def metric_rows(  # long: one compiled kernel over the query arrays; helpers would cost a call per query
     xy: np.ndarray,
     prev: np.ndarray,
@@ -548,26 +594,30 @@ def metric_rows(  # long: one compiled kernel over the query arrays; helpers wou
     grid: np.ndarray,
     corners: np.ndarray,
     dists: np.ndarray,
+    orders: np.ndarray,
     targets: np.ndarray,
     points: np.ndarray,
     snapped: np.ndarray,
     ok: np.ndarray,
-    last: int,
+    runs: np.ndarray,
     radius: float,
     floor: float,
 ) -> np.ndarray:
-    """Distances from points ``(M, 3)`` to targets ``(T, 3)`` where a metric can depend on them.
+    """Distances from the positions ``points[runs]`` to targets ``(T, 3)`` where a metric can
+    depend on them, ``(T, len(runs))``; each distinct point ``(M, 3)`` is measured once.
 
-    Row ``t`` uses ``dists[t]`` (:func:`goal_distances` of ``targets[t]``, the snapped goal).
-    ``snapped`` are the ground points the distances are measured from (:meth:`NavPolygon.locate`;
-    the point itself where not ``ok``). Measured exactly: point ``last``, every point whose
-    ground distance from its snapped position to the target is at most ``radius``, and the
-    nearest one (branch and bound over that ground distance, a lower bound of the geodesic); a
-    point that is not ``ok`` (off the map) or cannot reach the target gets its straight-line
-    distance, at least ``floor``. Every other point keeps its ground distance (above ``radius``
-    and not below the minimum).
+    Row ``t`` uses ``dists[t]`` (:func:`goal_distances` of ``targets[t]``, the snapped goal)
+    and ``orders[t]`` (its vertex indices by increasing distance). ``snapped`` are the ground
+    points the distances are measured from (:meth:`NavPolygon.locate`; the point itself where
+    not ``ok``). Measured exactly: the last point, every point whose ground distance from its
+    snapped position to the target is at most ``radius``, and the nearest one (branch and bound
+    over that ground distance, a lower bound of the geodesic: a point farther than the radius
+    is measured only below the smallest distance so far); a point that is not ``ok`` (off the
+    map) or cannot reach the target gets its straight-line distance, at least ``floor``. Every
+    other point keeps a lower bound of its geodesic above ``radius`` and not below the minimum:
+    its ground distance, or the bound at which its branch-and-bound measurement stopped.
     """
-    m, n = points.shape[0], reflex.size
+    m, n, last = points.shape[0], reflex.size, points.shape[0] - 1
     out = np.empty((targets.shape[0], m))
     bound = np.empty(n)
     cand = np.empty(n, dtype=np.int64)
@@ -587,10 +637,17 @@ def metric_rows(  # long: one compiled kernel over the query arrays; helpers wou
             if step > 0 and out[t, todo] >= best and out[t, todo] > radius:
                 break  # sorted: every later ground distance is as large
             d = math.inf
-            if ok[todo]:
+            px, pz = snapped[todo, 0], snapped[todo, 1]
+            if ok[todo] and step > 0:  # exact within the radius, else only below the best
+                cutoff = math.inf if out[t, todo] <= radius else best
+                d = _point_distance_below(
+                    xy, prev, nxt, reflex, cell_start, cell_edges, grid, corners, dists[t],
+                    orders[t], tx, tz, px, pz, bound, cand, cutoff,
+                )  # fmt: skip
+            elif ok[todo]:  # the last point, often far: every candidate in one pass is faster
                 d = _point_distance(
                     xy, prev, nxt, reflex, cell_start, cell_edges, grid, corners, dists[t],
-                    tx, tz, snapped[todo, 0], snapped[todo, 1], bound, cand, keep,
+                    tx, tz, px, pz, bound, cand, keep,
                 )  # fmt: skip
             if d == math.inf:
                 dx, dy, dz = points[todo, 0] - tx, points[todo, 1] - ty, points[todo, 2] - tz
@@ -598,7 +655,11 @@ def metric_rows(  # long: one compiled kernel over the query arrays; helpers wou
             out[t, todo] = d
             done[todo] = True
             best = min(best, d)
-    return out
+    full = np.empty((targets.shape[0], runs.size))
+    for t in range(targets.shape[0]):
+        for i in range(runs.size):
+            full[t, i] = out[t, runs[i]]
+    return full
 
 
 RING_SLACK = 1e-9
@@ -723,4 +784,84 @@ def cell_status(grid: np.ndarray, cell_inside: np.ndarray, points: np.ndarray) -
         row = math.floor((points[i, 1] - oz) / size)
         if 0 <= col < cols and 0 <= row < rows:
             out[i] = cell_inside[row * cols + col]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _near_edge(
+    xy: np.ndarray,
+    nxt: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    cell: int,
+    px: float,
+    pz: float,
+) -> bool:
+    """Whether an edge of hash cell ``cell`` passes within ``2 EPS`` of the point (every edge
+    within :data:`EPS` of a point is hashed into the point's cell; edges may have length 0)."""
+    for k in range(cell_start[cell], cell_start[cell + 1]):
+        e = cell_edges[k]
+        ax, az = xy[e, 0], xy[e, 1]
+        ex, ez = xy[nxt[e], 0] - ax, xy[nxt[e], 1] - az
+        length2 = ex * ex + ez * ez
+        t = (
+            0.0
+            if length2 == 0.0
+            else min(max(((px - ax) * ex + (pz - az) * ez) / length2, 0.0), 1.0)
+        )
+        if math.hypot(px - ax - t * ex, pz - az - t * ez) <= 2 * EPS:
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def point_status(
+    xy: np.ndarray,
+    nxt: np.ndarray,
+    cell_start: np.ndarray,
+    cell_edges: np.ndarray,
+    grid: np.ndarray,
+    cell_inside: np.ndarray,
+    points: np.ndarray,
+) -> np.ndarray:
+    """Per ground point ``(M, 2)``: 1 inside the polygon of rings ``xy`` / ``nxt`` (boundary
+    included), 0 outside, -1 within ``2 EPS`` of an edge (where rounding could decide; the
+    caller asks an exact test). ``cell_inside`` is 1 (inside) or 0 (outside) for a hash cell
+    without edges, else -1.
+
+    A point in a hash cell without edges takes the cell's ``cell_inside``; another starts from
+    the status of the nearest edge-free cell to its left in its row (outside when none: the
+    hash's extent encloses the polygon) and flips it at every edge that crosses the horizontal
+    segment from there (half-open in z, so a vertex at the point's height counts once). An edge
+    lies in every cell its box touches, so it is counted only in the cell its crossing lies in.
+    Away from the edges the crossings are far (> ``2 EPS``) from the point, beyond rounding.
+    """
+    ox, oz, size = grid[0], grid[1], grid[2]
+    rows, cols = int(grid[3]), int(grid[4])
+    out = np.zeros(points.shape[0], dtype=np.int8)
+    for i in range(points.shape[0]):
+        px, pz = points[i, 0], points[i, 1]
+        col, row = math.floor((px - ox) / size), math.floor((pz - oz) / size)
+        if not (0 <= col < cols and 0 <= row < rows):
+            continue
+        cell = row * cols + col
+        if cell_inside[cell] >= 0:
+            out[i] = cell_inside[cell]
+            continue
+        if _near_edge(xy, nxt, cell_start, cell_edges, cell, px, pz):
+            out[i] = -1
+            continue
+        first = col - 1
+        while first >= 0 and cell_inside[row * cols + first] < 0:
+            first -= 1
+        inside = first >= 0 and cell_inside[row * cols + first] == 1
+        for c in range(first + 1, col + 1):
+            for k in range(cell_start[row * cols + c], cell_start[row * cols + c + 1]):
+                e = cell_edges[k]
+                ax, az, bx, bz = xy[e, 0], xy[e, 1], xy[nxt[e], 0], xy[nxt[e], 1]
+                if (az > pz) != (bz > pz):
+                    x = ax + (pz - az) * (bx - ax) / (bz - az)
+                    if x < px and _cell_index(x, ox, size, cols) == c:
+                        inside = not inside
+        out[i] = inside
     return out

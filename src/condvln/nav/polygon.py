@@ -66,6 +66,39 @@ def _clean_ring(coords: FloatArray) -> FloatArray:
     return pts
 
 
+def _layout(rings: list[FloatArray]) -> tuple[FloatArray, IntArray, IntArray]:
+    """The vertices of ``rings`` one ring after another, and each one's ring predecessor and
+    successor."""
+    xy = np.ascontiguousarray(np.concatenate(rings), dtype=np.float64)
+    spans = list(itertools.pairwise(np.cumsum([0, *(len(r) for r in rings)])))
+    index = np.arange(len(xy), dtype=np.int64)
+    prev = np.concatenate([np.roll(index[s:e], 1) for s, e in spans])
+    nxt = np.concatenate([np.roll(index[s:e], -1) for s, e in spans])
+    return xy, prev, nxt
+
+
+def _edge_hash(xy: FloatArray, nxt: IntArray) -> tuple[FloatArray, IntArray, IntArray]:
+    """Every edge ``i → nxt[i]`` in every hash cell its bounding box (grown by ``EPS``)
+    overlaps: the grid ``(origin_x, origin_z, size, rows, cols)`` and the cells' edges (CSR)."""
+    lo = xy.min(axis=0) - HASH_CELL
+    hi = xy.max(axis=0) + HASH_CELL
+    cols, rows = (np.ceil((hi - lo) / HASH_CELL).astype(int) + 1).tolist()
+    a, b = xy, xy[nxt]
+    low = np.floor((np.minimum(a, b) - vis.EPS - lo) / HASH_CELL).astype(np.int64)
+    high = np.floor((np.maximum(a, b) + vis.EPS - lo) / HASH_CELL).astype(np.int64)
+    width, height = (high - low + 1).T  # the cells of each edge's box, row by row
+    count = width * height
+    edge = np.repeat(np.arange(len(a), dtype=np.int64), count)
+    local = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    cell_of = (low[edge, 1] + local // width[edge]) * cols + low[edge, 0] + local % width[edge]
+    order = np.argsort(cell_of, kind="stable")
+    cell_edges = edge[order]
+    cell_start = np.zeros(rows * cols + 1, dtype=np.int64)
+    np.add.at(cell_start, cell_of + 1, 1)
+    grid = np.array([lo[0], lo[1], HASH_CELL, rows, cols], dtype=np.float64)
+    return grid, np.cumsum(cell_start), np.ascontiguousarray(cell_edges)
+
+
 class NavPolygon:
     """One polygon (with holes) laid out for the visibility kernels.
 
@@ -94,14 +127,9 @@ class NavPolygon:
         shapely.prepare(self.polygon)
         shapely.prepare(self.islands)
         rings = [_clean_ring(np.asarray(r.coords)) for r in self._rings()]
-        rings = [r for r in rings if len(r) >= 3]
-        self.xy = np.ascontiguousarray(np.concatenate(rings), dtype=np.float64)
-        spans = list(itertools.pairwise(np.cumsum([0, *(len(r) for r in rings)])))
-        index = np.arange(len(self.xy), dtype=np.int64)
-        self.prev = np.concatenate([np.roll(index[s:e], 1) for s, e in spans])
-        self.nxt = np.concatenate([np.roll(index[s:e], -1) for s, e in spans])
+        self.xy, self.prev, self.nxt = _layout([r for r in rings if len(r) >= 3])
         self.reflex = np.flatnonzero(self._turns() < 0.0).astype(np.int64)
-        self.grid, self.cell_start, self.cell_edges = self._edge_hash()
+        self.grid, self.cell_start, self.cell_edges = _edge_hash(self.xy, self.nxt)
 
     def _rings(self) -> list[BaseGeometry]:
         return [self.polygon.exterior, *self.polygon.interiors]
@@ -110,26 +138,6 @@ class NavPolygon:
         """Signed turn at every vertex (> 0 left / convex, < 0 right / reflex)."""
         a, v, b = self.xy[self.prev], self.xy, self.xy[self.nxt]
         return (v[:, 0] - a[:, 0]) * (b[:, 1] - v[:, 1]) - (v[:, 1] - a[:, 1]) * (b[:, 0] - v[:, 0])
-
-    def _edge_hash(self) -> tuple[FloatArray, IntArray, IntArray]:
-        """Every edge in every hash cell its bounding box (grown by ``EPS``) overlaps (CSR)."""
-        lo = self.xy.min(axis=0) - HASH_CELL
-        hi = self.xy.max(axis=0) + HASH_CELL
-        cols, rows = (np.ceil((hi - lo) / HASH_CELL).astype(int) + 1).tolist()
-        a, b = self.xy, self.xy[self.nxt]
-        low = np.floor((np.minimum(a, b) - vis.EPS - lo) / HASH_CELL).astype(np.int64)
-        high = np.floor((np.maximum(a, b) + vis.EPS - lo) / HASH_CELL).astype(np.int64)
-        width, height = (high - low + 1).T  # the cells of each edge's box, row by row
-        count = width * height
-        edge = np.repeat(np.arange(len(a), dtype=np.int64), count)
-        local = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-        cell_of = (low[edge, 1] + local // width[edge]) * cols + low[edge, 0] + local % width[edge]
-        order = np.argsort(cell_of, kind="stable")
-        cell_edges = edge[order]
-        cell_start = np.zeros(rows * cols + 1, dtype=np.int64)
-        np.add.at(cell_start, cell_of + 1, 1)
-        grid = np.array([lo[0], lo[1], HASH_CELL, rows, cols], dtype=np.float64)
-        return grid, np.cumsum(cell_start), np.ascontiguousarray(cell_edges)
 
     @property
     def kernel_args(self) -> tuple[np.ndarray, ...]:
@@ -167,24 +175,43 @@ class NavPolygon:
             vis.segment_free(xy, prev, nxt, start, edges, grid, *map(float, a), *map(float, b))
         )
 
-    @cached_property
-    def _cell_inside(self) -> NDArray[np.int8]:
-        """Per hash cell 1 (inside) or 0 (outside) when no edge is hashed into it — no boundary
-        point lies in it then, so every point of the cell agrees with its centre — else -1."""
-        ox, oz, size, rows, cols = self.grid.tolist()
+    def _cell_table(self, grid: FloatArray, cell_start: IntArray) -> NDArray[np.int8]:
+        """Per cell of an edge hash 1 (inside) or 0 (outside) when no edge is hashed into it —
+        no boundary point lies in it then, so every point of the cell agrees with its centre —
+        else -1."""
+        ox, oz, size, rows, cols = grid.tolist()
         row, col = np.divmod(np.arange(int(rows * cols)), int(cols))
         centre_x, centre_z = ox + (col + 0.5) * size, oz + (row + 0.5) * size
         inside = shapely.intersects_xy(self.polygon, centre_x, centre_z).astype(np.int8)
-        return np.where(np.diff(self.cell_start) > 0, np.int8(-1), inside)
+        return np.where(np.diff(cell_start) > 0, np.int8(-1), inside)
+
+    @cached_property
+    def _cell_inside(self) -> NDArray[np.int8]:
+        """:meth:`_cell_table` of the edge hash."""
+        return self._cell_table(self.grid, self.cell_start)
+
+    @cached_property
+    def _boundary(self) -> tuple[np.ndarray, ...]:
+        """The rings of :attr:`polygon` as shapely holds them (not cleaned, so the test agrees
+        with shapely's) in an edge hash of their own: the arguments of
+        :func:`~condvln.nav._visibility.point_status` but the points."""
+        xy, _, nxt = _layout([np.asarray(r.coords)[:-1] for r in self._rings()])
+        grid, cell_start, cell_edges = _edge_hash(xy, nxt)
+        return xy, nxt, cell_start, cell_edges, grid, self._cell_table(grid, cell_start)
 
     def contains(self, xz: ArrayLike) -> NDArray[np.bool_]:
         """Whether each ground point ``(N, 2)`` lies on the main part (boundary included):
-        from the edge hash where a cell holds no edge, else by shapely."""
+        from the edge hash where a cell holds no edge, else as shapely answers (a crossing
+        count, :func:`~condvln.nav._visibility.point_status`, or shapely itself within
+        rounding of an edge)."""
         pts = np.ascontiguousarray(np.asarray(xz, dtype=np.float64).reshape(-1, 2))
         status = vis.cell_status(self.grid, self._cell_inside, pts)
         mixed = np.flatnonzero(status < 0)
         if mixed.size:
-            status[mixed] = shapely.intersects_xy(self.polygon, pts[mixed, 0], pts[mixed, 1])
+            status[mixed] = vis.point_status(*self._boundary, pts[mixed])
+            near = mixed[status[mixed] < 0]
+            if near.size:
+                status[near] = shapely.intersects_xy(self.polygon, pts[near, 0], pts[near, 1])
         return status.astype(bool)
 
     def _nearest(self, pts: FloatArray, reach: float) -> tuple[FloatArray, FloatArray]:
