@@ -126,6 +126,17 @@ def _unrooted(data: bytes, root: str) -> bytes:
     return data.replace(root.encode(), b"ROOT").replace(Path(root).name.encode(), b"ROOT")
 
 
+def _root(folder: Path) -> str:
+    """The path a results folder was written at: the parent of the dataset its
+    ``results.json`` names (a folder kept with ``--keep`` was written in a temporary one),
+    else the folder itself."""
+    try:
+        dataset = json.loads((folder / "results.json").read_bytes())["dataset"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return str(folder.resolve())
+    return str(Path(dataset).parent)
+
+
 def compare(a: Path, b: Path) -> int:
     """Print the files that differ between results folders ``a`` and ``b``; 1 if any."""
     files_a = {p.relative_to(a) for p in a.rglob("*") if p.is_file()}
@@ -136,7 +147,7 @@ def compare(a: Path, b: Path) -> int:
     for rel in sorted(files_a & files_b):
         if (a / rel).read_bytes() == (b / rel).read_bytes():
             identical += 1
-        elif not _same(a / rel, b / rel, str(a.resolve()), str(b.resolve())):
+        elif not _same(a / rel, b / rel, _root(a), _root(b)):
             problems.append(f"differs: {rel}")
     print(f"{len(files_a & files_b)} files in both, {identical} byte-identical")
     print(

@@ -23,6 +23,7 @@ from condvln.dataset.validate import validate_dataset
 from condvln.errors import ConfigError
 from condvln.program.ast import leaf_paths
 from condvln.program.parse import parse
+from condvln.synth import pipeline
 from condvln.vlnce import SPLITS, split_path
 
 pytestmark = pytest.mark.slow
@@ -175,6 +176,30 @@ def test_same_seed_same_bytes_with_one_and_two_workers(dataset: Path, tmp_path: 
     args = [sys.executable, "-c", code, CONFIG.model_dump_json(), str(other)]
     subprocess.run(args, env=env, check=True, capture_output=True)
     assert _files(other) == _files(dataset)
+
+
+def test_prepared_scenes_change_no_byte(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fixture kept every scene prepared between sampling rounds (one process: each
+    scene's graph built once); without that cache every round builds it again, and every byte
+    is the same."""
+    built: Counter[str] = Counter()
+    original = pipeline.build_scene_graph
+
+    def counting(scene: Any, relations: Any = None) -> Any:
+        built[scene.id] += 1
+        return original(scene, relations)
+
+    monkeypatch.setattr(pipeline, "build_scene_graph", counting)
+    generate_dataset(CONFIG, tmp_path / "kept", workers=1)
+    assert len(built) == CONFIG.scenes and set(built.values()) == {1}
+    built.clear()
+    monkeypatch.setattr(pipeline, "PREPARED_MEMORY", 0)
+    generate_dataset(CONFIG, tmp_path / "again", workers=1)
+    assert len(built) == CONFIG.scenes and min(built.values()) >= 3  # scan + two rounds or more
+    assert _files(tmp_path / "again") == _files(dataset) == _files(tmp_path / "kept")
+    assert not pipeline._PREPARED  # let go when the run ends
 
 
 def test_validate_passes_then_catches_each_corruption(dataset: Path, tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ from condvln.graph import RelationConfig
 from condvln.habitat.layout import composed_scene_files, habitat_scene
 from condvln.habitat.semantics import DATASET_CONFIG, dataset_config
 from condvln.io import atomic_directory, atomic_gzip_writer, output_lock, output_path
-from condvln.nav import ExactNavigator, NavArea
+from condvln.nav import ExactNavigator
 from condvln.parallel.executors import Executor, ordered_map
 from condvln.scene.identity import first_of_each, scene_fingerprint
 from condvln.scene.serialize import scene_to_json
@@ -148,16 +148,16 @@ def vet_instances(
     index: int,
     top_up: int,
     instances: list[Instance],
-    area: NavArea | None = None,
+    nav: ExactNavigator | None = None,
 ) -> tuple[list[Instance], Counter[str]]:
     """Build the episode of every fresh instance of a scene (a :data:`~condvln.synth.pipeline.Vet`
     run in the sampling worker, before balancing): the instances whose episode could be built,
     each carrying ``(episode, gt)`` as its payload, and the rejections counted. A pair member
     whose sibling was rejected goes too (``pair_sibling_rejected``): a pair is kept whole or
-    not at all, so what balancing keeps is what the dataset holds. ``area``: the scene's
-    navigable area at :data:`~condvln.synth.driver.GENERATION_GRID`'s settings, when already
-    built."""
-    nav = ExactNavigator(scene, config=GENERATION_GRID, area=area)
+    not at all, so what balancing keeps is what the dataset holds. ``nav``: the scene's exact
+    navigator at :data:`~condvln.synth.driver.GENERATION_GRID`'s settings, when already built
+    (built here when omitted)."""
+    nav = nav or ExactNavigator(scene, config=GENERATION_GRID)
     radius = success_radius(scene, config.multi_room_radius, config.single_room_radius)
     rng = np.random.default_rng([scene_seed(config.seed, index, top_up), 1])
     habitat = habitat_scene(scene, scene_file_name(scene.id))
@@ -370,13 +370,16 @@ def _vet(
     index: int,
     top_up: int,
     instances: list[Instance],
-    area: NavArea,
+    memo: dict[str, Any],
     *,
     specs: tuple[SceneSpec, ...],
     config: GenerateConfig,
 ) -> tuple[list[Instance], Counter[str]]:
-    """:func:`vet_instances` of the run's ``index``-th scene."""
-    return vet_instances(specs[index], config, scene, index, top_up, instances, area)
+    """:func:`vet_instances` of the run's ``index``-th scene, on the exact navigator kept in
+    the scene's ``memo`` (built there on the sampler's navigable area the first time)."""
+    if "exact" not in memo:
+        memo["exact"] = ExactNavigator(scene, config=GENERATION_GRID, area=memo["area"])
+    return vet_instances(specs[index], config, scene, index, top_up, instances, memo["exact"])
 
 
 def _require_distinct_ids(specs: list[SceneSpec], scene_ids: list[str]) -> None:

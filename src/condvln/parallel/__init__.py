@@ -6,7 +6,7 @@ runs them (:mod:`.executors`); ``--shard i/N`` picks one contiguous part of a sp
 above the runner and the evaluation it merges).
 """
 
-from condvln.parallel.executors import Executor, ordered_map
+from condvln.parallel.executors import Executor, PinnedProcesses, ordered_map, pinned
 from condvln.parallel.shards import Shard, parse_shard
 
-__all__ = ["Executor", "Shard", "ordered_map", "parse_shard"]
+__all__ = ["Executor", "PinnedProcesses", "Shard", "ordered_map", "parse_shard", "pinned"]

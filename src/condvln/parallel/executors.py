@@ -5,6 +5,9 @@ Two shapes of work cover the pipeline:
 * :func:`ordered_map` — a pure function over items (generation: one task per scene; evaluation:
   one task per scene's episodes). Results come back in input order for every executor, so the
   outputs are byte-identical to a one-process run.
+* :class:`PinnedProcesses` — local processes kept for several :func:`ordered_map` calls, each
+  item always on the same process (by a key), so a process can keep what it computed for its
+  items between calls (generation's sampling rounds keep each scene's distance fields).
 * :func:`actor_map` — stateful workers built once (``condvln run``: one agent per worker, Ray
   actors with ``--agent-resources``) that each take tasks; results come back as tasks finish and
   the caller sorts them.
@@ -188,17 +191,85 @@ def _raise_ray_error(ray: Any, exc: Exception) -> None:
     ) from None
 
 
+class PinnedProcesses:
+    """``workers`` local processes that outlive one :func:`ordered_map` call: an item whose
+    key is ``k`` always runs on process ``k % workers``, so state a process keeps for an item
+    (a module-level cache) is found again by the item's next task. Use as a context manager;
+    the processes end with the block.
+
+    The price is static load balance: a process takes its items whatever the others have
+    left (a plain process pool hands the next item to whichever process is free).
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pools = [ProcessPoolExecutor(max_workers=1) for _ in range(workers)]
+
+    def __enter__(self) -> PinnedProcesses:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for pool in self._pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def map(
+        self,
+        function: Callable[[T], R],
+        items: Sequence[T],
+        key: Callable[[T], int] | None = None,
+        on_done: Callable[[], None] | None = None,
+    ) -> Iterator[R]:
+        """``map(function, items)`` in input order, ``item`` on process ``key(item) % workers``
+        (default key: the item's position)."""
+        futures = deque(
+            self._pools[(i if key is None else key(item)) % self.workers].submit(function, item)
+            for i, item in enumerate(items)
+        )
+        try:
+            while futures:
+                result = futures[0].result()
+                futures.popleft()  # a result is held no longer than the caller holds it
+                yield result
+                if on_done:
+                    on_done()
+        finally:
+            for future in futures:  # stopped early (an error, a closed generator)
+                future.cancel()
+
+
+@contextmanager
+def pinned(
+    executor: int | Executor | PinnedProcesses,
+) -> Iterator[int | Executor | PinnedProcesses]:
+    """:class:`PinnedProcesses` for the block when ``executor`` means several local processes;
+    otherwise ``executor`` itself (one process, Ray, or processes already pinned)."""
+    if isinstance(executor, PinnedProcesses):
+        yield executor
+        return
+    plain = Executor.of(executor)
+    if plain.kind != "local" or plain.workers <= 1:
+        yield executor
+        return
+    with PinnedProcesses(plain.workers) as processes:
+        yield processes
+
+
 def ordered_map(
     function: Callable[[T], R],
     items: Sequence[T],
-    executor: int | Executor = 1,
+    executor: int | Executor | PinnedProcesses = 1,
     on_done: Callable[[], None] | None = None,
+    key: Callable[[T], int] | None = None,
 ) -> Iterator[R]:
     """``map(function, items)`` on ``executor``, yielding results in input order.
 
     ``function`` must be importable by module and name (a module-level function), and items
-    and results picklable.
+    and results picklable. On :class:`PinnedProcesses`, ``key(item)`` chooses the process
+    (default: the item's position).
     """
+    if isinstance(executor, PinnedProcesses):
+        yield from executor.map(function, items, key, on_done)
+        return
     executor = Executor.of(executor)
     if executor.kind == "ray":
         yield from _ray_ordered_map(function, items, executor, on_done)

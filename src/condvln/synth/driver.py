@@ -46,7 +46,21 @@ class SceneSynthesis:
     radius: float
 
 
-def synthesize(  # long: the docstring documents each of its ten arguments
+def scene_context(
+    scene: Scene,
+    relation_config: RelationConfig | None = None,
+    groups: GroupStats | None = None,
+    graph: SceneGraph | None = None,
+    nav: GridNavigator | None = None,
+) -> SceneContext:
+    """What :func:`synthesize` samples ``scene`` with: its graph (``graph`` when given, built
+    with ``relation_config``), a navigator at :data:`GENERATION_GRID` (``nav`` when given)
+    and the run's condition-group counts."""
+    graph = graph or build_scene_graph(scene, relation_config)
+    return SceneContext(graph, nav or GridNavigator(scene, config=GENERATION_GRID), groups)
+
+
+def synthesize(  # long: the docstring documents each of its eleven arguments
     scene: Scene,
     *,
     seed: int,
@@ -58,6 +72,7 @@ def synthesize(  # long: the docstring documents each of its ten arguments
     buckets: list[Bucket] | None = None,
     groups: GroupStats | None = None,
     persistence: int = 1,
+    context: SceneContext | None = None,
 ) -> SceneSynthesis:
     """Sample about ``quota`` instances (plus minimal-pair siblings) from ``scene``.
 
@@ -77,11 +92,13 @@ def synthesize(  # long: the docstring documents each of its ten arguments
         persistence: Multiplies the attempt budget and the failed rows after which a category
             stops (:func:`~condvln.synth.sampler.synthesize_scene`), for categories the scene
             rarely holds.
+        context: The scene's context already prepared (:func:`scene_context`) with the same
+            relation config and groups, to reuse its navigator's distance fields; built when
+            omitted.
     """
     rng = np.random.default_rng(seed)
-    graph = build_scene_graph(scene, relation_config)
-    nav = GridNavigator(scene, config=GENERATION_GRID)
-    ctx = SceneContext(graph, nav, groups)
+    ctx = context or scene_context(scene, relation_config, groups)
+    graph, nav = ctx.graph, ctx.nav
     radius = success_radius(scene) if radius is None else radius
     settings = SamplerSettings(success_radius=radius)
     found, rejections = synthesize_scene(

@@ -11,8 +11,10 @@ import dataclasses
 import hashlib
 import math
 import os
+import uuid
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,14 +22,14 @@ from typing import Any
 import numpy as np
 
 from condvln.errors import ConfigError
-from condvln.graph import RelationConfig, build_scene_graph
+from condvln.graph import RelationConfig, SceneGraph, build_scene_graph
 from condvln.io import check_regular_file
-from condvln.parallel.executors import Executor, ordered_map
+from condvln.parallel.executors import Executor, PinnedProcesses, ordered_map, pinned
 from condvln.scene.sources import SOURCES, load
 from condvln.synth.balance import balance, balance_report
-from condvln.synth.driver import success_radius, synthesize
+from condvln.synth.driver import scene_context, success_radius, synthesize
 from condvln.synth.groups import GroupStats, scene_group_counts
-from condvln.synth.sampler import BRANCH_STEPS, Instance, all_buckets
+from condvln.synth.sampler import BRANCH_STEPS, Instance, SceneContext, all_buckets
 from condvln.synth.shapes import SKELETONS
 from condvln.synth.workload import beyond_limits, excess, off_target
 
@@ -171,18 +173,101 @@ def read_bytes_raw(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def _group_counts(args: tuple[SceneSpec, RelationConfig | None]) -> Counter:
-    spec, relations = args
-    return scene_group_counts(build_scene_graph(spec.load(), relations))
+PREPARED_MEMORY = 768 << 20
+"""Bytes of prepared scenes a sampling process keeps between the rounds of a run (the scene, its
+graph, its navigators and the distance fields they solved: 5-30 MB a procedural house), which
+later rounds mostly need again (four fields in five at 40 x 30). Counted as the fields' arrays
+plus :data:`PREPARED_BASE` a scene; a scene that takes the total over it is prepared afresh in
+every round, as without the cache."""
+
+PREPARED_BASE = 4 << 20
+"""Bytes a prepared scene takes besides its distance fields (scene, graph, navigators, measured
+on procedural houses: 1-4 MB)."""
 
 
-Vet = Callable[[Any, int, int, list[Instance], Any], tuple[list[Instance], Counter[str]]]
-"""``vet(scene, index, round, instances, area) -> (kept, rejections)``: a later stage's check,
+@dataclass
+class _Prepared:
+    """One scene as a sampling process keeps it between rounds (:func:`_prepared`)."""
+
+    scene: Any
+    graph: SceneGraph
+    context: SceneContext | None = None
+    memo: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def nbytes(self) -> int:
+        """What the scene is counted as taking (:data:`PREPARED_MEMORY`)."""
+        fields = self.context.field_bytes() if self.context is not None else 0
+        return PREPARED_BASE + fields
+
+
+_PREPARED: dict[tuple[str, SceneSpec], _Prepared] = {}
+"""This process's prepared scenes, of one run at a time (keyed by run token and scene)."""
+
+
+def _prepared(run: str, spec: SceneSpec, relations: RelationConfig | None) -> _Prepared:
+    """``spec``'s scene and graph as this process keeps them for run ``run`` (a token of one
+    :func:`run_synthesis` call; another run's scenes are dropped first), so the run's later
+    rounds, pinned to this process by scene (:class:`~condvln.parallel.PinnedProcesses`),
+    find them and what was computed for them (:func:`_fit` then bounds what is kept). What is
+    kept is only ever read or memoised, so no result depends on whether it was."""
+    if any(key[0] != run for key in _PREPARED):
+        _PREPARED.clear()
+    entry = _PREPARED.get((run, spec))
+    if entry is None:
+        scene = spec.load()
+        entry = _PREPARED[run, spec] = _Prepared(scene, build_scene_graph(scene, relations))
+    return entry
+
+
+def _fit(used: tuple[str, SceneSpec]) -> None:
+    """Drop prepared scenes until those kept fit :data:`PREPARED_MEMORY`: first ``used`` (the
+    scene just sampled), then the latest kept (the first ones stay: rounds visit scenes in the
+    same order, so a fixed set is found again where a least-recently-used one never is)."""
+    sizes = {key: entry.nbytes() for key, entry in _PREPARED.items()}
+    total = sum(sizes.values())
+    for key in [used, *reversed(sizes)]:
+        if total <= PREPARED_MEMORY:
+            return
+        if key in _PREPARED:
+            del _PREPARED[key]
+            total -= sizes[key]
+
+
+@contextmanager
+def _one_run() -> Iterator[str]:
+    """A fresh run token (:func:`_prepared`) for the block; this process's prepared scenes are
+    let go at its end (the worker processes' with their processes)."""
+    try:
+        yield uuid.uuid4().hex
+    finally:
+        _PREPARED.clear()
+
+
+def _context(entry: _Prepared, groups: GroupStats | None) -> SceneContext:
+    """The entry's sampling context for ``groups`` (its navigator kept whatever the groups)."""
+    if entry.context is None or entry.context.groups != groups:
+        nav = entry.context.nav if entry.context is not None else None
+        entry.context = scene_context(entry.scene, groups=groups, graph=entry.graph, nav=nav)
+        entry.memo["area"] = entry.context.nav.area
+    return entry.context
+
+
+def _group_counts(args: tuple[str, SceneSpec, RelationConfig | None]) -> Counter:
+    counts = scene_group_counts(_prepared(*args).graph)
+    _fit((args[0], args[1]))
+    return counts
+
+
+Vet = Callable[[Any, int, int, list[Instance], dict[str, Any]], tuple[list[Instance], Counter[str]]]
+"""``vet(scene, index, round, instances, memo) -> (kept, rejections)``: a later stage's check,
 run on a scene's fresh instances in the worker that sampled them, before balancing (the dataset
 builds each episode there and attaches it as :attr:`Instance.payload`), so that what balancing
-keeps is final; ``area`` is the :class:`~condvln.nav.area.NavArea` the sampler's navigator built
-(:data:`~condvln.synth.driver.GENERATION_GRID`), to share rather than build again. It must be a
-picklable, pure function of its arguments."""
+keeps is final. ``memo`` lives as long as the worker keeps the scene prepared
+(:data:`PREPARED_MEMORY`): under ``"area"`` it holds the
+:class:`~condvln.nav.area.NavArea` the sampler's navigator built
+(:data:`~condvln.synth.driver.GENERATION_GRID`), to share rather than build again, and the vet
+may keep there what the scene's later rounds can reuse. It must be a picklable, pure function
+of its arguments (what it keeps in ``memo`` must not change its results)."""
 
 
 @dataclass(frozen=True)
@@ -204,10 +289,12 @@ class _SceneTask:
     vet: Vet | None = None
     branch_steps: tuple[int, ...] = BRANCH_STEPS
     horizons: tuple[int, ...] | None = None
+    run: str = ""
 
 
 def _synthesize_one(task: _SceneTask) -> tuple[str, list[Instance], Counter]:
-    scene = task.spec.load()
+    entry = _prepared(task.run, task.spec, task.relations)
+    scene = entry.scene
     result = synthesize(
         scene,
         seed=scene_seed(task.seed, task.index, task.top_up),
@@ -224,6 +311,7 @@ def _synthesize_one(task: _SceneTask) -> tuple[str, list[Instance], Counter]:
             and (task.horizons is None or b.horizon in task.horizons)
         ],
         persistence=task.persistence,
+        context=_context(entry, task.groups),
     )
     instances, rejections = result.instances, result.rejections
     if task.top_up:  # minimal-pair ids restart in every round
@@ -232,16 +320,23 @@ def _synthesize_one(task: _SceneTask) -> tuple[str, list[Instance], Counter]:
             for i in instances
         ]
     if task.vet is not None:
-        instances, vetted = task.vet(scene, task.index, task.top_up, instances, result.nav.area)
+        instances, vetted = task.vet(scene, task.index, task.top_up, instances, entry.memo)
         rejections = rejections + vetted
+    _fit((task.run, task.spec))
     return scene.id, instances, rejections
+
+
+def _scene_index(task: _SceneTask) -> int:
+    """A sampling task's scene (the process it is pinned to)."""
+    return task.index
 
 
 def _stratum_groups(
     scenes: Sequence[SceneSpec],
     labels: list[str],
     relations: RelationConfig | None,
-    workers: int | Executor,
+    workers: int | Executor | PinnedProcesses,
+    run: str,
 ) -> tuple[GroupStats | None, list[GroupStats | None]]:
     """Group truth counts over all scenes, and the statistics each scene samples with.
 
@@ -253,7 +348,7 @@ def _stratum_groups(
     """
     if len(scenes) < MIN_SCENES_FOR_GROUPS:
         return None, [None] * len(scenes)
-    counts = list(ordered_map(_group_counts, [(spec, relations) for spec in scenes], workers))
+    counts = list(ordered_map(_group_counts, [(run, spec, relations) for spec in scenes], workers))
     total = GroupStats.total(counts)
     by_label: dict[str, GroupStats] = {}
     for label in sorted(set(labels)):
@@ -310,26 +405,32 @@ def run_synthesis(  # long: the docstring states every round and every argument
     of them (the dataset moves their payloads to disk, :mod:`condvln.dataset.spill`).
     ``radii`` are the success radii of multi-room and single-room scenes (leaf goals are
     sampled more than twice the radius apart). ``workers`` is a process count or an
-    :class:`~condvln.parallel.Executor` (one task per scene).
+    :class:`~condvln.parallel.Executor` (one task per scene); several local processes are
+    pinned (:class:`~condvln.parallel.PinnedProcesses`), each scene's rounds in one of
+    them, which keeps the scene prepared between rounds (:data:`PREPARED_MEMORY`).
     """
-    labels = list(strata) if strata is not None else [""] * len(scenes)
-    groups, per_scene_groups = _stratum_groups(scenes, labels, relation_config, workers)
-    template = _SceneTask(
-        scenes[0] if scenes else SceneSpec("procedural", "0"),
-        seed, 0, 0, per_scene, counterfactual_share, relation_config, radii, None, vet=vet,
-        branch_steps=branch_steps,
-    )  # fmt: skip
-    shares = [0.0 if label in unpaired else counterfactual_share for label in labels]
-    run = _Run(scenes, labels, per_scene_groups, template, workers, train, shares, park)
-    run.sample(dict.fromkeys(labels, per_scene), 0, on_scene_done)
-    run.rebalance()
-    run.top_up(per_scene)
-    if len(scenes) >= MIN_SCENES_FOR_GROUPS:
-        run.restore_categories()
-        run.restore_workload(controlled)
-    run.rejections["balancing"] += len(run.gathered) - len(run.kept)
-    report = balance_report(run.kept) | {"group_scan": _group_scan(groups)}
-    return SynthesisResult(run.kept, len(run.gathered), run.rejections, report, run.scene_ids)
+    # each scene's rounds in one process, which keeps the scene prepared between them
+    with pinned(workers) as processes, _one_run() as token:
+        labels = list(strata) if strata is not None else [""] * len(scenes)
+        groups, per_scene_groups = _stratum_groups(
+            scenes, labels, relation_config, processes, token
+        )
+        template = _SceneTask(
+            scenes[0] if scenes else SceneSpec("procedural", "0"),
+            seed, 0, 0, per_scene, counterfactual_share, relation_config, radii, None, vet=vet,
+            branch_steps=branch_steps, run=token,
+        )  # fmt: skip
+        shares = [0.0 if label in unpaired else counterfactual_share for label in labels]
+        run = _Run(scenes, labels, per_scene_groups, template, processes, train, shares, park)
+        run.sample(dict.fromkeys(labels, per_scene), 0, on_scene_done)
+        run.rebalance()
+        run.top_up(per_scene)
+        if len(scenes) >= MIN_SCENES_FOR_GROUPS:
+            run.restore_categories()
+            run.restore_workload(controlled)
+        run.rejections["balancing"] += len(run.gathered) - len(run.kept)
+        report = balance_report(run.kept) | {"group_scan": _group_scan(groups)}
+        return SynthesisResult(run.kept, len(run.gathered), run.rejections, report, run.scene_ids)
 
 
 def _group_scan(groups: GroupStats | None) -> dict[str, Any]:
@@ -348,7 +449,7 @@ class _Run:
         labels: list[str],
         groups: list[GroupStats | None],
         template: _SceneTask,
-        workers: int | Executor,
+        workers: int | Executor | PinnedProcesses,
         train: Callable[[Instance, str], bool] | None,
         shares: list[float],
         park: Callable[[list[Instance]], list[Instance]] | None = None,
@@ -393,7 +494,9 @@ class _Run:
             if quotas.get(self.labels[i], 0) > 0
         ]
         for task, (scene_id, found, rejected) in zip(
-            tasks, ordered_map(_synthesize_one, tasks, self.workers, done), strict=True
+            tasks,
+            ordered_map(_synthesize_one, tasks, self.workers, done, _scene_index),
+            strict=True,
         ):
             if top_up == 0:
                 self.scene_ids.append(scene_id)

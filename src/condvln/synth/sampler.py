@@ -209,6 +209,11 @@ class SceneContext:
                 self._fields[target] = None
         return self._fields[target]
 
+    def field_bytes(self) -> int:
+        """Bytes of the distance fields :meth:`field_to` holds."""
+        fields = {id(f): f for f in self._fields.values() if f is not None}.values()
+        return sum(f.values.nbytes + f.reached.nbytes for f in fields)
+
     def _separation(self, distance: float) -> tuple[np.ndarray, list[frozenset[int]]]:
         """Which approach points lie more than ``distance`` apart (a matrix over the targets)
         and, per target, the targets that do not (computed once per distance)."""
