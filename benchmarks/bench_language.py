@@ -62,7 +62,7 @@ BEARING = {
 }
 """Compass word → bearing clockwise from north (degrees)."""
 VERBS = frozenset((
-    "go", "head", "walk", "make", "navigate", "move", "proceed", "continue", "approach", "travel",
+    "go", "head", "walk", "make", "navigate", "move", "proceed", "continue", "approach", "travel", "reach",
     "find", "stand", "stop", "check", "see", "look",
 ))  # fmt: skip
 """The verbs of the navigation and check templates (``data/templates.json``)."""

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
+from condvln.dataset import episode as episode_module
 from condvln.dataset.episode import EPISODE_KEYS, TEST_EPISODE_KEYS
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.dataset.oracle import oracle_transform
@@ -200,6 +201,48 @@ def test_prepared_scenes_change_no_byte(
     assert len(built) == CONFIG.scenes and min(built.values()) >= 3  # scan + two rounds or more
     assert _files(tmp_path / "again") == _files(dataset) == _files(tmp_path / "kept")
     assert not pipeline._PREPARED  # let go when the run ends
+
+
+def _without_wording(document: Any) -> Any:
+    """A split or answers document without what the wording decides: instruction texts and
+    tokens, the oracle text, the vocabulary."""
+    if isinstance(document, dict):
+        return {
+            k: _without_wording(v)
+            for k, v in document.items()
+            if k not in ("instruction", "oracle_instruction", "instruction_vocab")
+        }
+    if isinstance(document, list):
+        return [_without_wording(v) for v in document]
+    return document
+
+
+def test_wording_moves_nothing_but_the_text(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paraphrases are drawn from a stream of their own: a renderer that draws more (as a new
+    template does) changes the words and nothing else (start headings, paths, balancing)."""
+    original = episode_module.render_instruction
+
+    def wordier(program: Any, rng: Any) -> str:
+        rng.random(3)
+        return original(program, rng)
+
+    monkeypatch.setattr(episode_module, "render_instruction", wordier)
+    generate_dataset(CONFIG, tmp_path / "wordier", workers=1)
+    before, after = _files(dataset), _files(tmp_path / "wordier")
+    assert set(before) == set(after)
+    worded = {k for k in before if k.endswith(".json.gz") and not k.endswith("_gt.json.gz")}
+    assert {k for k in before if before[k] != after[k]} <= worded | {"stats.json", "README.md"}
+    texts = 0
+    for name in sorted(worded):
+        a, b = _read(dataset / name), _read(tmp_path / "wordier" / name)
+        assert _without_wording(a) == _without_wording(b), name
+        texts += sum(
+            x["instruction"] != y["instruction"]
+            for x, y in zip(a.get("episodes", []), b.get("episodes", []), strict=True)
+        )
+    assert texts > 100  # the words did change
 
 
 def test_validate_passes_then_catches_each_corruption(dataset: Path, tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from condvln.dataset.follower import FORWARD_STEP, follow
 from condvln.frames import yaw_to_quaternion
 from condvln.nav import Navigator
 from condvln.program.ast import leaf_paths
-from condvln.program.render import MAX_WORDS, render, render_linear
+from condvln.program.render import render_instruction, render_linear
 from condvln.synth.sampler import Instance, Rejected
 
 EPISODE_KEYS = (
@@ -121,6 +121,7 @@ def build_episode(  # long: the episode is one literal of its VLN-CE and condvln
     inst: Instance,
     nav: Navigator,
     rng: np.random.Generator,
+    words: np.random.Generator,
     *,
     scene_id: str,
     scene_dataset_config: str | None = None,
@@ -130,7 +131,10 @@ def build_episode(  # long: the episode is one literal of its VLN-CE and condvln
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The episode (without ``episode_id`` / tokens) and its ground-truth actions.
 
-    ``budget`` is ``(factor, per_target)`` of :func:`step_budget`.
+    ``rng`` draws the start heading, ``words`` the paraphrases of the instruction and its
+    oracle text: a stream of their own, so a change of wording never moves a start heading
+    (and with it reference paths, workload and balancing). ``budget`` is ``(factor,
+    per_target)`` of :func:`step_budget`.
 
     Raises:
         Rejected: ``path_not_found`` / ``branch_unreachable`` when a path cannot be found.
@@ -139,8 +143,8 @@ def build_episode(  # long: the episode is one literal of its VLN-CE and condvln
     yaw = math.radians(15.0 * int(rng.integers(24)))
     reference, gt, goal, geodesic = _route(nav, inst, yaw, radius)
     executed = leaf_paths(inst.program.steps)[res.leaf_index][1]
-    text = render(inst.program, rng, max_words=MAX_WORDS)
-    oracle = render_linear([g.target for g in executed], rng)
+    text = render_instruction(inst.program, words)
+    oracle = render_linear([g.target for g in executed], words)
     condvln = {
         "program": inst.program.to_dict(),
         "category": inst.bucket.category,

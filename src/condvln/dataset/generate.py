@@ -160,6 +160,7 @@ def vet_instances(
     nav = nav or ExactNavigator(scene, config=GENERATION_GRID)
     radius = success_radius(scene, config.multi_room_radius, config.single_room_radius)
     rng = np.random.default_rng([scene_seed(config.seed, index, top_up), 1])
+    words = np.random.default_rng([scene_seed(config.seed, index, top_up), 2])
     habitat = habitat_scene(scene, scene_file_name(scene.id))
     extras = _extras(spec, config, scene_file_name(scene.id))
     built, rejections = [], Counter()
@@ -169,6 +170,7 @@ def vet_instances(
                 inst,
                 nav,
                 rng,
+                words,
                 scene_id=habitat.scene_id,
                 scene_dataset_config=habitat.scene_dataset_config,
                 radius=radius,

@@ -64,6 +64,8 @@ _RULES = {
     "room": "room_part",
     "exists": "exists",
     "not_exists": "not_exists",
+    "exists_here": "exists_here",
+    "not_exists_here": "not_exists_here",
     "relation": "relation_condition",
     "not_relation": "not_relation",
     "go": "go",
@@ -76,6 +78,7 @@ _RULES = {
     "if": "if_head",
     "check": "check_head",
     "else": "else_clause",
+    "else_target": "else_target",
     "else_if": "else_if",
     "sentence_separator": "_sentence_separator",
     "clause_separator": "_clause_separator",
@@ -87,16 +90,17 @@ start: linear "."                 -> linear_program
      | linear "." horizon "."     -> horizon_program
 linear: go | linear_first linear_then* linear_finally?
 top_if: if_head top_tail
-top_tail: _sentence_separator else_clause        -> tail_else
+top_tail: _sentence_separator else_part          -> tail_else
         | _sentence_separator else_if top_tail   -> tail_link
 check_if: check_head check_tail
-check_tail: _clause_separator else_clause        -> tail_else
+check_tail: _clause_separator else_part          -> tail_else
           | _clause_separator else_if check_tail -> tail_link
+else_part: else_clause | else_target
 arm: go then_to* | go then_to* sequence | check_if
 then_arm: arm
 else_arm: arm
-condition: exists | relation_condition
-negation: not_exists | not_relation
+condition: exists | exists_here | relation_condition
+negation: not_exists | not_exists_here | not_relation
 ref: "the" category qualifier? room_part?
 subject: ref
 target: ref
@@ -106,6 +110,11 @@ room: NAME
 article: "a" | "an"
 %ignore /\s+/
 """
+
+
+_HERE = ""
+"""The room of a presence check that leaves it unnamed ("it also has a mug") until
+:func:`_place_rooms` puts the room in focus there."""
 
 
 class InstructionParseError(FormatError):
@@ -213,6 +222,11 @@ class _ToProgram(Transformer[Token, Program]):
 
     not_exists = exists
 
+    def exists_here(self, c: list[Any]) -> Exists:
+        return Exists(_slots(c)["category"], _HERE)
+
+    not_exists_here = exists_here
+
     def relation_condition(self, c: list[Any]) -> Relation:
         d = _slots(c)
         return Relation(d["subject"], d["relation"], d["target"])
@@ -253,6 +267,12 @@ class _ToProgram(Transformer[Token, Program]):
         d = _slots(c)
         return _Tail(d.get("neg"), d["else"])
 
+    def else_target(self, c: list[Any]) -> _Tail:
+        return _Tail(None, (Go(next(x for x in c if isinstance(x, Ref))),))
+
+    def else_part(self, c: list[_Tail]) -> _Tail:
+        return c[0]
+
     def else_if(self, c: list[Any]) -> tuple[Condition | None, _Head]:
         d = _slots(c)
         return (d.get("neg"), _Head(d["cond"], d["then"]))
@@ -286,10 +306,33 @@ class _ToProgram(Transformer[Token, Program]):
         return Program(c[0])
 
     def conditional_program(self, c: list[If]) -> Program:
-        return Program((c[0],))
+        return Program(_place_rooms((c[0],), None))
 
     def horizon_program(self, c: list[Any]) -> Program:
-        return Program((*c[0], c[1]))
+        return Program(_place_rooms((*c[0], c[1]), None))
+
+
+def _place_rooms(steps: tuple[Step, ...], focus: str | None) -> tuple[Step, ...]:
+    """``steps`` with each unnamed room of a presence check set to the room in focus: the room
+    of the presence condition whose then-arm the check opens (the renderer's rule)."""
+    out: list[Step] = []
+    for index, step in enumerate(steps):
+        if not isinstance(step, If):
+            out.append(step)
+            continue
+        condition = step.condition
+        if isinstance(condition, Exists) and condition.room == _HERE:
+            if focus is None or index > 0:
+                raise InstructionParseError(
+                    f"'{condition.category}': the check names no room and none is in focus",
+                    record="instruction",
+                )
+            condition = Exists(condition.category, focus)
+        then_focus = condition.room if isinstance(condition, Exists) else None
+        out.append(
+            If(condition, _place_rooms(step.then, then_focus), _place_rooms(step.orelse, None))
+        )
+    return tuple(out)
 
 
 class Parser:

@@ -9,12 +9,21 @@ How the text reads (every choice below is a template and may be paraphrased):
   ("Otherwise, …", "If not, …", "If there is no kettle in the kitchen, …"), or, when no arm holds
   another conditional, a clause after a semicolon;
 * an else-if link reads "Otherwise, if C2, …";
+* a last else-arm of one step may name only its target ("…; otherwise, the bed"), unless the
+  then-arm before it holds a conditional;
 * a conditional inside an arm reads "check whether C: if so, …; if not, …";
 * an else clause that follows a then-arm holding a conditional always restates the negated
   condition ("if there is no kettle in the kitchen, …", "if the lamp is not near the bed but
   …"), so a reader never has to count levels to see which test it answers;
 * navigation steps before the first decision form their own sentence ("First go to the sofa,
   then go to the bed. After that, if …");
+* a presence check that opens the then-arm of a presence condition and asks about the same room
+  does not name the room again: "If the kitchen has a kettle, check whether it also has a mug:
+  if so, …; if there is no mug there, …" (the room *in focus*; an else-arm has none, nor has an
+  arm whose check follows a navigation step);
+* no verb (``templates.verbs``) occurs more than :data:`VERB_CAP` times, and a noun phrase has at
+  most one relative clause ("the lamp that is near the bed in the kitchen", never "… that is in
+  the kitchen" after a relative qualifier);
 * a semicolon between the else clauses of the outermost conditional is only one of the
   ``sentence_separator`` choices when no arm of its ladder holds a conditional; otherwise the
   first choice (a full stop) is used.
@@ -30,7 +39,7 @@ the text is a prefix encoding of the tree and parses back to exactly one program
 >>> text[0].isupper() and text.endswith(".") and "coffee table" in text and "kitchen" in text
 True
 >>> render_linear([Ref("sofa"), Ref("armchair", "living room"), Ref("bed")], 0)
-'As a first step, walk up to the sofa, next navigate to the armchair in the living room, and finally head to the bed.'
+'As a first step, approach the sofa, next move to the armchair in the living room, and finally head to the bed.'
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -69,6 +79,16 @@ TIGHT_SLACK = 1
 NEGATION_WORDS = 5
 """Words a restated negation ``{neg}`` is counted as when the compact rendering compares
 paraphrases (a restated condition is usually longer than "if not")."""
+
+VERB_CAP = 2
+"""The most times one verb of ``templates.verbs`` may occur in an instruction."""
+
+WORD_SLACK = 3
+"""Words a dataset instruction may have over its program's shortest rendering
+(:func:`render_instruction`)."""
+
+_COUNTED_SLOTS = frozenset({"a", "category", "room", "anchor", "else"})
+_RELATIVE = ("that", "which")
 
 
 def word_count(text: str) -> int:
@@ -110,7 +130,23 @@ def render(
             if word_count(text) <= max_words:
                 return text
             text = _Renderer(t, gen, slack).program(program)
-    return text if word_count(text) <= max_words else _Renderer(t, gen, 0).program(program)
+    return text if word_count(text) <= max_words else _compact(program, t, gen)
+
+
+def render_instruction(program: Program, rng: Seed, templates: Templates | None = None) -> str:
+    """A dataset instruction: :func:`render` within :data:`WORD_SLACK` words of the program's
+    shortest rendering (and within :data:`MAX_WORDS`).
+
+    >>> from condvln.program.ast import Exists, Go, If, Program, Ref
+    >>> p = Program((If(Exists("kettle", "kitchen"),
+    ...                 (If(Exists("mug", "kitchen"), (Go(Ref("sofa")),), (Go(Ref("bed")),)),),
+    ...                 (Go(Ref("desk")),)),))
+    >>> text = render_instruction(p, 0)
+    >>> word_count(text) <= compact_words(p) + WORD_SLACK, "also" in text or "there," in text
+    (True, True)
+    """
+    limit = min(MAX_WORDS, compact_words(program, templates) + WORD_SLACK)
+    return render(program, rng, templates, max_words=limit)
 
 
 def render_compact(program: Program, rng: Seed, templates: Templates | None = None) -> str:
@@ -118,7 +154,26 @@ def render_compact(program: Program, rng: Seed, templates: Templates | None = No
     the fewest words (``rng`` chooses among those), else clauses restate a negation only where
     the readability rule requires it."""
     t = templates or load_templates()
-    return _Renderer(t, np.random.default_rng(rng), 0).program(program)
+    return _compact(program, t, np.random.default_rng(rng))
+
+
+def _compact(program: Program, templates: Templates, rng: np.random.Generator) -> str:
+    """The shorter of the compact rendering and the plain one (the verb cap can make the
+    former longer), so a program within :func:`plain_words` always has a text that fits."""
+    texts = [_Renderer(templates, rng, 0, plain).program(program) for plain in (False, True)]
+    return min(texts, key=word_count)
+
+
+def plain_words(program: Program, templates: Templates | None = None) -> int:
+    """Words of the program's plain compact rendering: every construct at its shortest
+    paraphrase, every name spelt out, no verb cap, no "it also has" and no target-only else.
+
+    The sampler admits a program by this count (at most :data:`MAX_WORDS`), so the wording
+    rules, which change with the templates, never change which programs are sampled; the
+    instruction itself is as long or shorter.
+    """
+    t = templates or load_templates()
+    return word_count(_Renderer(t, np.random.default_rng(0), 0, plain=True).program(program))
 
 
 def compact_words(program: Program, templates: Templates | None = None) -> int:
@@ -181,8 +236,15 @@ def renderable_name(text: str, templates: Templates | None = None) -> bool:
 
 @functools.cache
 def _template_words(template: str) -> int:
-    words = sum(1 for kind, _ in pieces(template) if kind == "word")
+    """Words of ``template`` once filled, counting a name, an article or the verb an else-arm
+    starts with as one word (so "otherwise, {ref}" is shorter than "otherwise, {else}")."""
+    words = sum(1 for kind, text in pieces(template) if kind == "word" or text in _COUNTED_SLOTS)
     return words + (NEGATION_WORDS if "{neg}" in template else 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _verbs_of(template: str, verbs: frozenset[str]) -> Counter[str]:
+    return Counter(text for kind, text in pieces(template) if kind == "word" and text in verbs)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -194,17 +256,35 @@ def _near_shortest(options: tuple[str, ...], slack: int) -> tuple[str, ...]:
 
 class _Renderer:
     def __init__(
-        self, templates: Templates, rng: np.random.Generator, slack: int | None = None
+        self,
+        templates: Templates,
+        rng: np.random.Generator,
+        slack: int | None = None,
+        plain: bool = False,
     ) -> None:
-        """``slack``: pick only paraphrases at most this many words over the shortest one."""
+        """``slack``: pick only paraphrases at most this many words over the shortest one;
+        ``plain``: no verb cap, no room left unnamed, no target-only else (:func:`plain_words`)."""
         self.t = templates
         self.rng = rng
         self.slack = slack
+        self.plain = plain
+        self.verbs_used: Counter[str] = Counter()
 
     def pick(self, options: Sequence[str]) -> str:
+        """A paraphrase: within the verb cap (where one is), then near the shortest (with a
+        slack), then drawn at random."""
+        allowed = tuple(options)
+        if not self.plain:
+            allowed = tuple(o for o in options if self.within_cap(o)) or allowed
         if self.slack is not None:
-            options = _near_shortest(tuple(options), self.slack)
-        return options[int(self.rng.integers(len(options)))]
+            allowed = _near_shortest(allowed, self.slack)
+        choice = allowed[int(self.rng.integers(len(allowed)))]
+        self.verbs_used.update(_verbs_of(choice, self.t.verbs))
+        return choice
+
+    def within_cap(self, template: str) -> bool:
+        verbs = _verbs_of(template, self.t.verbs)
+        return all(self.verbs_used[v] + n <= VERB_CAP for v, n in verbs.items())
 
     def name(self, text: str) -> str:
         if self.t.name_regex.fullmatch(text):
@@ -222,18 +302,26 @@ class _Renderer:
 
     def ref(self, ref: Ref) -> str:
         text = f"the {self.name(ref.category)}"
+        rooms: Sequence[str] = self.t.room
         if ref.relation is not None and ref.anchor is not None:
             qualifier = self.pick(self.t.qualifier)
             text += " " + qualifier.format(
                 relation=self.phrase(ref.relation), anchor=self.name(ref.anchor)
             )
+            if qualifier.startswith(_RELATIVE):  # one relative clause per noun phrase
+                rooms = [r for r in rooms if not r.startswith(_RELATIVE)] or rooms
         if ref.room is not None:
-            text += " " + self.pick(self.t.room).format(room=self.name(ref.room))
+            text += " " + self.pick(rooms).format(room=self.name(ref.room))
         return text
 
-    def condition(self, cond: Condition, negated: bool = False) -> str:
+    def condition(self, cond: Condition, negated: bool = False, here: bool = False) -> str:
+        """The text of ``cond``; ``here``: a presence check of the room in focus."""
         if isinstance(cond, Exists):
-            template = self.pick(self.t.not_exists if negated else self.t.exists)
+            if here:
+                options = self.t.not_exists_here if negated else self.t.exists_here
+            else:
+                options = self.t.not_exists if negated else self.t.exists
+            template = self.pick(options)
             return template.format(
                 a=indefinite_article(cond.category, self.t.articles),
                 category=self.name(cond.category),
@@ -271,11 +359,13 @@ class _Renderer:
             )
         return _capitalise(text + ".")
 
-    def arm(self, steps: tuple[Step, ...]) -> str:
+    def arm(self, steps: tuple[Step, ...], focus: str | None = None) -> str:
+        """An arm; ``focus``: the room a check opening the arm may leave unnamed."""
         goes, node = _split(steps, "arm")
         if not goes:
             assert node is not None
-            return self.conditional(node, self.t.check, self.t.clause_separator)
+            focus = None if self.plain else focus
+            return self.conditional(node, self.t.check, self.t.clause_separator, focus)
         text = self.go(goes[0])
         for index, step in enumerate(goes[1:], start=1):
             joint = self.pick([*self.t.then_to, *self.t.sequence])
@@ -287,32 +377,55 @@ class _Renderer:
             text += self.pick(self.t.sequence).format(rest=rest)
         return text
 
-    def conditional(self, node: If, heads: Sequence[str], separators: Sequence[str]) -> str:
+    def conditional(
+        self, node: If, heads: Sequence[str], separators: Sequence[str], focus: str | None = None
+    ) -> str:
         links = _ladder(node)
         flat = not any(_holds_if(n.then) for n in links) and not _holds_if(links[-1].orelse)
         separator = self.pick(separators if flat else separators[:1])
+        here = _in_focus(node.condition, focus)  # only the head: later links are else-arms
         text = self.pick(heads).format(
-            cond=self.condition(node.condition), then=self.arm(node.then)
+            cond=self.condition(node.condition, here=here),
+            then=self.arm(node.then, _focus_of(node.condition)),
         )
         for previous, link in itertools.pairwise(links):
             template = self.else_template(self.t.else_if, previous)
             text += separator + template.format(
-                neg=self.negation(template, previous),
+                neg=self.negation(template, previous, here and previous is node),
                 cond=self.condition(link.condition),
-                then=self.arm(link.then),
+                then=self.arm(link.then, _focus_of(link.condition)),
             )
         last = links[-1]
         template = self.else_template(self.t.else_, last)
-        return (
-            text
-            + separator
-            + template.format(neg=self.negation(template, last), **{"else": self.arm(last.orelse)})
-        )
+        if template in self.t.else_target:
+            return text + separator + template.format(ref=self.ref(last.orelse[0].target))
+        negation = self.negation(template, last, here and last is node)
+        return text + separator + template.format(neg=negation, **{"else": self.arm(last.orelse)})
 
     def else_template(self, options: Sequence[str], previous: If) -> str:
+        """An else or else-if paraphrase; the last else-arm of one step, after a then-arm
+        without a conditional, may also name only its target ("otherwise, the sofa")."""
         if _holds_if(previous.then):
             options = [o for o in options if "{neg}" in o]
+        elif options is self.t.else_ and _is_one_step(previous.orelse) and not self.plain:
+            options = [*options, *self.t.else_target]
         return self.pick(options)
 
-    def negation(self, template: str, previous: If) -> str:
-        return self.condition(previous.condition, negated=True) if "{neg}" in template else ""
+    def negation(self, template: str, previous: If, here: bool) -> str:
+        if "{neg}" not in template:
+            return ""
+        return self.condition(previous.condition, negated=True, here=here)
+
+
+def _is_one_step(steps: tuple[Step, ...]) -> bool:
+    return len(steps) == 1 and isinstance(steps[0], Go)
+
+
+def _focus_of(cond: Condition) -> str | None:
+    """The room a presence condition puts in focus for its then-arm (none for a relation)."""
+    return cond.room if isinstance(cond, Exists) else None
+
+
+def _in_focus(cond: Condition, focus: str | None) -> bool:
+    """Whether ``cond`` is a presence check of the room in focus (said "it also has …")."""
+    return focus is not None and isinstance(cond, Exists) and cond.room == focus

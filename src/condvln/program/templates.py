@@ -47,6 +47,8 @@ SLOTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "room": (frozenset({"room"}), frozenset()),
     "exists": (frozenset({"a", "category", "room"}), frozenset()),
     "not_exists": (frozenset({"category", "room"}), frozenset({"a"})),
+    "exists_here": (frozenset({"a", "category"}), frozenset()),
+    "not_exists_here": (frozenset({"category"}), frozenset({"a"})),
     "relation": (frozenset({"subject", "relation", "target"}), frozenset()),
     "not_relation": (frozenset({"subject", "relation", "target"}), frozenset()),
     "go": (frozenset({"ref"}), frozenset()),
@@ -59,6 +61,7 @@ SLOTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "if": (frozenset({"cond", "then"}), frozenset()),
     "check": (frozenset({"cond", "then"}), frozenset()),
     "else": (frozenset({"else"}), frozenset({"neg"})),
+    "else_target": (frozenset({"ref"}), frozenset()),
     "else_if": (frozenset({"cond", "then"}), frozenset({"neg"})),
     "sentence_separator": (frozenset(), frozenset()),
     "clause_separator": (frozenset(), frozenset()),
@@ -97,18 +100,27 @@ class Articles(BaseModel):
 
 
 class Templates(BaseModel):
-    """All paraphrase lists; field names are the constructs of :data:`SLOTS`."""
+    """All paraphrase lists; field names are the constructs of :data:`SLOTS`.
+
+    ``verbs`` are the words the renderer counts as verbs: no instruction uses one more than
+    twice. ``exists_here`` / ``not_exists_here`` ask about the room in focus without naming it
+    ("it also has a lamp", "there is no lamp there"); ``else_target`` names only the target of a
+    one-step else-arm ("otherwise, the sofa"); see :mod:`condvln.program.render`.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     version: str
     reserved: frozenset[str]
+    verbs: frozenset[str]
     articles: Articles
     relations: dict[str, tuple[str, ...]]
     qualifier: tuple[str, ...]
     room: tuple[str, ...]
     exists: tuple[str, ...]
     not_exists: tuple[str, ...]
+    exists_here: tuple[str, ...]
+    not_exists_here: tuple[str, ...]
     relation: tuple[str, ...]
     not_relation: tuple[str, ...]
     go: tuple[str, ...]
@@ -121,6 +133,7 @@ class Templates(BaseModel):
     if_: tuple[str, ...] = Field(alias="if")
     check: tuple[str, ...]
     else_: tuple[str, ...] = Field(alias="else")
+    else_target: tuple[str, ...]
     else_if: tuple[str, ...]
     sentence_separator: tuple[str, ...]
     clause_separator: tuple[str, ...]

@@ -41,7 +41,7 @@ from condvln.graph import SEMANTIC_PREDICATES, SceneGraph
 from condvln.nav import GridField, GridNavigator, Unreachable
 from condvln.program.ast import CATEGORY_SHAPES, Condition, Exists, Program, Ref, Relation
 from condvln.program.interpret import ProgramError, Resolution, ground, resolve, rooms_of_type
-from condvln.program.render import MAX_WORDS, compact_words, renderable_name
+from condvln.program.render import MAX_WORDS, plain_words, renderable_name
 from condvln.synth.groups import GroupStats, relation_allowed
 from condvln.synth.priors import GroupKey
 from condvln.synth.refexpr import COMPASS_QUALIFIERS, describe
@@ -669,7 +669,7 @@ def sample_instance(
         [[ctx.targets[o][0] for o in arm] for arm in arms],
         [ctx.targets[o][0] for o in prefix_ids],
     )
-    if compact_words(program) > MAX_WORDS:
+    if plain_words(program) > MAX_WORDS:
         raise Rejected("instruction_too_long")
     try:
         resolution = resolve(ctx.graph, program)
@@ -952,7 +952,7 @@ def counterfactual(
     prefix = [step.target for step in instance.program.steps[: bucket.horizon]]  # type: ignore[union-attr]
     leaves = [[ctx.targets[o][0] for o in arm] for arm in arms]
     program = skeleton.build(conditions, leaves, prefix)
-    if compact_words(program) > MAX_WORDS:
+    if plain_words(program) > MAX_WORDS:
         raise Rejected("instruction_too_long")
     try:
         resolution = resolve(ctx.graph, program)
