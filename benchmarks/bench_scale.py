@@ -1,5 +1,15 @@
 """Scale-out: ``condvln run`` throughput for 1 and 2 workers, local processes vs Ray.
 
+With ``--houses N`` it measures scale in practice instead (issue 33 item 7): for local processes
+and a private Ray cluster, with 1 and 2 workers, ``condvln generate --scenes N`` and then
+``condvln run --agent condition_blind`` on val_unseen, each a fresh command. Printed per
+setting: wall time of each command, the peak resident memory of the command's own process and
+of its largest other process (local workers; Ray's workers, raylet and stores), sampled from
+``/proc`` every 0.2 s (Linux), episodes kept and the dataset's size on disk:
+
+    PYTHONPATH=src python benchmarks/bench_scale.py --houses 1000 [--per-scene 30] \\
+        [--settings local:1 local:2 ray:2]
+
 The agent sleeps ``--sleep`` seconds per act (a stand-in for a model on a GPU) and stops after
 ``--steps`` actions. Each setting runs twice, with two episode counts; the difference gives the
 steady-state time per episode apart from fixed costs (worker processes or actors starting,
@@ -15,8 +25,12 @@ start-up time is printed too.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -70,14 +84,100 @@ def _measure(
     return marginal, small - marginal * sizes[0]
 
 
+def _rss_mib(pid: int) -> float:
+    """Resident memory of a process (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _descendants(root: int) -> list[int]:
+    """The processes below ``root``, from the parent ids in ``/proc/*/stat``."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _command(args: list[str]) -> dict[str, float]:
+    """Run ``python -m condvln ARGS``: wall seconds and the peak memory of its own process and
+    of its largest other process."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "condvln", *args], stdout=subprocess.DEVNULL)
+    peak = {"own": 0.0, "other": 0.0}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.2):
+            peak["own"] = max(peak["own"], _rss_mib(proc.pid))
+            others = [_rss_mib(p) for p in _descendants(proc.pid)]
+            peak["other"] = max([peak["other"], *others])
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    code = proc.wait()
+    done.set()
+    sampler.join()
+    if code not in (0, 3):
+        raise SystemExit(f"condvln {' '.join(args)} exited with {code}")
+    return {"seconds": time.perf_counter() - started, **peak}
+
+
+def _size_mib(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+
+
+def scale_in_practice(houses: int, per_scene: int, settings: list[str]) -> None:
+    """Generate ``houses`` houses and run one baseline per setting (``local:2``, ``ray:1``, …)."""
+    print(f"{houses} houses × {per_scene}; load average before: {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for setting in settings:
+            kind, workers = setting.split(":")
+            dataset, run = Path(tmp) / f"ds-{kind}{workers}", Path(tmp) / f"run-{kind}{workers}"
+            common = ["-j", workers, "--executor", kind]
+            gen = _command(["generate", "--scenes", str(houses), "--per-scene", str(per_scene),
+                            "--out", str(dataset), *common])  # fmt: skip
+            stats = json.loads((dataset / "stats.json").read_text())
+            episodes = stats["splits"]["val_unseen"]
+            ran = _command(["run", "--agent", "condition_blind", "--dataset", str(dataset),
+                            "--split", "val_unseen", "--out", str(run), *common])  # fmt: skip
+            print(
+                f"{setting:8} generate {gen['seconds']:7.1f} s (own {gen['own']:6.0f} MiB, "
+                f"largest other {gen['other']:6.0f} MiB; {sum(stats['splits'].values()):,} "
+                f"episodes, {_size_mib(dataset):.0f} MiB on disk) | run {episodes:,} val_unseen "
+                f"episodes {ran['seconds']:6.1f} s (own {ran['own']:5.0f} MiB, largest other "
+                f"{ran['other']:5.0f} MiB) | load average {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+
+
 def main() -> None:
     """Run the benchmark and print its numbers."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, nargs=2, default=(24, 72), help="two run sizes")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--sleep", type=float, default=0.02)
+    parser.add_argument("--houses", type=int, help="measure scale in practice instead")
+    parser.add_argument("--per-scene", type=int, default=30)
+    parser.add_argument("--settings", nargs="+", default=["local:1", "local:2", "ray:1", "ray:2"])
     opts = parser.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if opts.houses:
+        scale_in_practice(opts.houses, opts.per_scene, opts.settings)
+        return
     import ray
 
     sizes = tuple(opts.episodes)
