@@ -21,7 +21,11 @@ Reads a generated dataset folder (every split) and prints, per episode:
   type holds the category outside :data:`PRESENCE_BAND`), or relating two objects a person
   would not relate (neither on one support surface nor one resting on the other, not placed
   together by the catalogue, and a wall between their centres); and per Table-1
-  category the word counts and the Flesch–Kincaid grade (``textstat``).
+  category the word counts and the Flesch–Kincaid grade (``textstat``);
+* the held-out phrasing split (issue 32 item 3): per split, the episodes worded with seen
+  paraphrases only and those using a held-out one (``phrasing_seen``), and the parse accuracy
+  (the text reads back as its program) of the full parser and of the parser that knows only
+  the seen paraphrases, as the ``neurosymbolic_train_phrasing`` row reads.
 
     PYTHONPATH=src python benchmarks/bench_language.py /tmp/ds
     PYTHONPATH=src python benchmarks/bench_language.py --generate 20x30 --out /tmp/ds
@@ -46,6 +50,7 @@ from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.graph import RelationConfig
 from condvln.nav.area import build_nav_area
 from condvln.program.ast import Exists, Ref, Relation, iter_ifs, program_from_dict
+from condvln.program.parse import InstructionParseError, parse
 from condvln.program.templates import SLOTS, load_templates
 from condvln.scene.model import SceneObject
 from condvln.scene.serialize import load_scene
@@ -63,7 +68,7 @@ BEARING = {
 """Compass word → bearing clockwise from north (degrees)."""
 VERBS = frozenset((
     "go", "head", "walk", "make", "navigate", "move", "proceed", "continue", "approach", "travel", "reach",
-    "find", "stand", "stop", "check", "see", "look",
+    "find", "stand", "stop", "check", "see", "look", "get", "take", "determine", "establish",
 ))  # fmt: skip
 """The verbs of the navigation and check templates (``data/templates.json``)."""
 RELATIVE_CHAIN = re.compile(r"\b(?:that|which) (?:is|are)\b[^,;:.]*?\b(?:that|which) (?:is|are)\b")
@@ -261,6 +266,7 @@ def audit(folder: Path) -> dict[str, Any]:
     relations = Counter[str]()
     vocab: set[str] = set()
     flags: Counter[str] = Counter()
+    phrasing: dict[str, Counter[str]] = {}
     for split in available_splits(folder):
         data = load_split(folder, split)
         vocab.update(data.get("instruction_vocab", {}).get("word_list", []))
@@ -280,7 +286,35 @@ def audit(folder: Path) -> dict[str, Any]:
             )
             flags.update(k for k, v in (text_flags(text) | found).items() if v)
             relations.update(judged=judged, unrelated=unrelated)
-    return _summary(by_category, flags, relations, vocab)
+            phrasing.setdefault(split, Counter()).update(phrasing_reads(text, info))
+    summary = _summary(by_category, flags, relations, vocab)
+    return summary | {"phrasing": {s: _phrasing_row(c) for s, c in phrasing.items()}}
+
+
+def _reads(text: str, program: dict[str, Any], phrasing: Any) -> bool:
+    try:
+        return parse(text, phrasing).to_dict() == program
+    except InstructionParseError:
+        return False
+
+
+def phrasing_reads(text: str, info: dict[str, Any]) -> Counter[str]:
+    """Counts of one episode: its phrasing group, and whether each parser reads it back."""
+    group = "seen" if info.get("phrasing_seen", True) else "unseen"
+    reads = {p: _reads(text, info["program"], p) for p in ("all", "seen")}
+    return Counter({group: 1, **{f"{group}_read_{p}": int(ok) for p, ok in reads.items()}})
+
+
+def _phrasing_row(counts: Counter[str]) -> dict[str, Any]:
+    """Episodes per phrasing group and each parser's parse accuracy (percent) on them."""
+    row: dict[str, Any] = {}
+    for group in ("seen", "unseen"):
+        n = counts[group]
+        row[group] = n
+        for p in ("all", "seen"):
+            read = counts[f"{group}_read_{p}"]
+            row[f"{group}_parse_accuracy_{p}_parser"] = round(100.0 * read / n, 1) if n else None
+    return row
 
 
 def _summary(

@@ -96,6 +96,7 @@ def benchmark_runs(noise: Mapping[str, float] = NOISE) -> tuple[RunSpec, ...]:
         RunSpec("commonsense_prior", "commonsense_prior"),
         RunSpec("neurosymbolic", "neurosymbolic"),
         RunSpec("neurosymbolic+noise", "neurosymbolic", dict(noise)),
+        RunSpec("neurosymbolic_train_phrasing", "neurosymbolic", agent_args={"phrasing": "seen"}),
         RunSpec("oracle_linear", "oracle_linear"),
     )
 

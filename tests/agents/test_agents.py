@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from condvln.graph import RelationConfig, build_scene_graph
 from condvln.graph.relations import DIRECTIONAL_PREDICATES, SEMANTIC_PREDICATES
 from condvln.scene.sources.procedural import generate_house
 from condvln.sim import Observation, ObservationProtocol, parse_protocol
+from condvln.sim.simulator import STOP
 from condvln.vlnce import load_split
 
 BASELINES = ("random", "condition_blind", "goal_only", "oracle_linear", "neurosymbolic")
@@ -170,3 +172,34 @@ def test_noise_lowers_neurosymbolic_branch_accuracy(dataset: Path) -> None:
     noisy = _decision_accuracy(dataset, {"miss_rate": 0.5, "confusion_rate": 0.3})
     assert clean >= 0.6
     assert noisy < clean
+
+
+def test_a_reader_of_train_phrasings_stops_where_held_out_ones_word_the_text(
+    dataset: Path,
+) -> None:
+    """``phrasing="seen"`` parses only the paraphrases train shows: on a text using a held-out
+    one it has no program and stops at once; on any other text it acts as the full reader."""
+    labels = {
+        e["episode_id"]: e["info"]["condvln"] for e in load_split(dataset, "val_unseen")["episodes"]
+    }
+    protocol = parse_protocol({})
+    readers = {
+        phrasing: EpisodeWorker(
+            WorkerConfig("neurosymbolic", {"phrasing": phrasing}, dataset, protocol, 0),
+            NeurosymbolicAgent(phrasing),
+        )
+        for phrasing in ("all", "seen")
+    }
+    compared = Counter()
+    for spec in episode_specs(dataset, "val_unseen", "original"):
+        (every,) = readers["all"].run([spec])
+        (train,) = readers["seen"].run([spec])
+        seen = labels[spec.episode_id]["phrasing_seen"]
+        if seen:
+            assert train["actions"] == every["actions"]
+        else:
+            assert train["actions"] == [STOP] and len(every["actions"]) > 1
+        compared[seen] += 1
+    assert compared[True] and compared[False]
+    with pytest.raises(ConfigError, match="phrasing must be 'all' or 'seen'"):
+        load_agent("neurosymbolic", {"phrasing": "unseen"})

@@ -23,7 +23,7 @@ from condvln.dataset.oracle import oracle_transform
 from condvln.dataset.validate import validate_dataset
 from condvln.errors import ConfigError
 from condvln.program.ast import leaf_paths
-from condvln.program.parse import parse
+from condvln.program.parse import InstructionParseError, parse
 from condvln.synth import pipeline
 from condvln.vlnce import SPLITS, split_path
 
@@ -155,6 +155,54 @@ def test_labels_programs_and_texts(dataset: Path) -> None:
         }
 
 
+def _labelled(dataset: Path, split: str) -> list[tuple[str, dict[str, Any]]]:
+    """(instruction text, ``info.condvln``) of every episode of a split (test: its answers)."""
+    episodes = _read(split_path(dataset, split))["episodes"]
+    if split != "test":
+        return [(e["instruction"]["instruction_text"], e["info"]["condvln"]) for e in episodes]
+    answers = _read(dataset / "test" / "test_answers.json.gz")
+    return [
+        (e["instruction"]["instruction_text"], answers[str(e["episode_id"])]["info"]["condvln"])
+        for e in episodes
+    ]
+
+
+def _reads_back(text: str, program: dict[str, Any], phrasing: Any) -> bool:
+    try:
+        return parse(text, phrasing).to_dict() == program
+    except InstructionParseError:
+        return False
+
+
+def test_held_out_phrasings_word_only_unseen_houses(dataset: Path) -> None:
+    """Seen houses are worded with the seen paraphrases; in val_unseen and test about half the
+    episodes may use held-out ones, and ``phrasing_seen`` says which, re-derived here: the
+    parser of the seen paraphrases reads a text back exactly when it is flagged seen."""
+    counts: Counter[tuple[str, bool]] = Counter()
+    for split in SPLITS:
+        for text, info in _labelled(dataset, split):
+            assert _reads_back(text, info["program"], "all"), text
+            assert _reads_back(text, info["program"], "seen") == info["phrasing_seen"], text
+            counts[split, info["phrasing_seen"]] += 1
+    assert not any(counts[split, False] for split in ("train", "val_seen", "pairs"))
+    for split in ("val_unseen", "test"):
+        unseen, total = counts[split, False], counts[split, False] + counts[split, True]
+        assert 0.25 * total < unseen < 0.6 * total, (split, unseen, total)
+
+
+def test_held_out_share_rewords_only_the_unseen_houses(dataset: Path, tmp_path: Path) -> None:
+    """Without held-out phrasings the same episodes come out, every one flagged seen, and the
+    seen houses' texts are the very same."""
+    config = CONFIG.model_copy(update={"held_out_phrasing_share": 0.0})
+    generate_dataset(config, tmp_path / "seen_only", workers=1)
+    for split in SPLITS:
+        mixed, seen_only = _labelled(dataset, split), _labelled(tmp_path / "seen_only", split)
+        assert [i["program"] for _, i in mixed] == [i["program"] for _, i in seen_only]
+        assert all(i["phrasing_seen"] for _, i in seen_only)
+        if split not in ("val_unseen", "test"):
+            assert [t for t, _ in mixed] == [t for t, _ in seen_only], split
+
+
 def test_scenes_do_not_leak_between_seen_and_unseen_splits(dataset: Path) -> None:
     scenes = {s: {e["scene_id"] for e in _read(split_path(dataset, s))["episodes"]} for s in SPLITS}
     seen = scenes["train"] | scenes["val_seen"]
@@ -205,12 +253,12 @@ def test_prepared_scenes_change_no_byte(
 
 def _without_wording(document: Any) -> Any:
     """A split or answers document without what the wording decides: instruction texts and
-    tokens, the oracle text, the vocabulary."""
+    tokens, the oracle text, whether held-out phrasings were drawn, the vocabulary."""
     if isinstance(document, dict):
         return {
             k: _without_wording(v)
             for k, v in document.items()
-            if k not in ("instruction", "oracle_instruction", "instruction_vocab")
+            if k not in ("instruction", "oracle_instruction", "phrasing_seen", "instruction_vocab")
         }
     if isinstance(document, list):
         return [_without_wording(v) for v in document]
@@ -224,9 +272,9 @@ def test_wording_moves_nothing_but_the_text(
     template does) changes the words and nothing else (start headings, paths, balancing)."""
     original = episode_module.render_instruction
 
-    def wordier(program: Any, rng: Any) -> str:
+    def wordier(program: Any, rng: Any, *args: Any) -> Any:
         rng.random(3)
-        return original(program, rng)
+        return original(program, rng, *args)
 
     monkeypatch.setattr(episode_module, "render_instruction", wordier)
     generate_dataset(CONFIG, tmp_path / "wordier", workers=1)
@@ -266,6 +314,9 @@ def test_validate_passes_then_catches_each_corruption(dataset: Path, tmp_path: P
     def unknown_word(doc):
         doc["instruction_vocab"]["word_list"].remove("to")
 
+    def reword(doc):
+        doc["episodes"][2]["info"]["condvln"]["phrasing_seen"] = False
+
     def nan(doc):
         doc["episodes"][2]["start_position"][0] = 98765.4321
         return orjson.dumps(doc).replace(b"98765.4321", b"NaN")
@@ -275,12 +326,15 @@ def test_validate_passes_then_catches_each_corruption(dataset: Path, tmp_path: P
         "move": "train: episode 3: field 'goals[0].position'",
         "unknown_word": "field 'instruction.instruction_tokens'",
         "nan": "train: episode 3: field 'start_position[0]': not finite",
+        "reword": "train: episode 3: field 'info.condvln.phrasing_seen': is False, but the text "
+        "reads back with the seen paraphrases",
     }
     for name, edit in (
         ("flip", flip),
         ("move", move),
         ("unknown_word", unknown_word),
         ("nan", nan),
+        ("reword", reword),
     ):
         problems = corrupt(name, edit)
         assert any(p.startswith(expected[name]) or expected[name] in p for p in problems), (

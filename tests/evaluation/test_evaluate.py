@@ -504,3 +504,24 @@ def test_table3_legend_gives_each_source_its_own_workload_line() -> None:
         "",
         "Gold-path workload per cell (mean targets / mean reference length), procedural: d=1,ℓ=1 1.00 / 10.0 m, d=2,ℓ=1 1.00 / 12.0 m; largest gaps 0.00 targets and 20.0 %",
     ]  # fmt: skip
+
+
+def test_table2_splits_seen_and_unseen_phrasings() -> None:
+    """Episodes worded with a held-out paraphrase get a group of their own in Table 2 (and in the
+    terminal), beside those worded with seen ones; Table 3 keeps its single-source cells."""
+    base = {"source_dataset": "procedural", "depth": 1, "chain": 1, "spl": 0.5, "bsa": 1.0}
+    right, wrong = {"success": 1, "csr_all": 1}, {"success": 0, "csr_all": 0}
+    seen = [base | right | {"phrasing_seen": True, "episode_id": i} for i in range(3)]
+    unseen = [base | wrong | {"phrasing_seen": False, "episode_id": 9}]
+    table = table2([("reader", seen + unseen), ("other", seen)])
+    assert [g for g, _ in table.groups][:3] == ["procedural", "seen phrasing", "unseen phrasing"]
+    reader, other = (dict(zip(table.columns, row.values, strict=True)) for row in table.rows)
+    assert reader["procedural SR"] == 75.0 and reader["seen phrasing SR"] == 100.0
+    assert reader["unseen phrasing SR"] == 0.0 and other["unseen phrasing SR"] is None
+    assert [g for g, _ in table2([("other", seen)]).groups] == ["procedural", "diagnostics"]
+    console = Console(width=80, record=True)
+    for renderable in terminal_tables(table, table3([("reader", seen + unseen)])):
+        console.print(renderable)
+    text = console.export_text()
+    assert "unseen phrasing" in text and "d1 ℓ1" in text
+    assert "75.0" in text.split("Table 3")[1]  # the single-source cells are filled

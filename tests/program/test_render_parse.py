@@ -35,8 +35,9 @@ from condvln.scene import sources
 from condvln.scene.catalogue import load_catalogue
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data"
-TEMPLATES = load_templates()
-NAME_WORDS = sorted(TEMPLATES.keywords - TEMPLATES.reserved)
+TEMPLATES = load_templates("seen")  # what the renderer words with by default
+EVERY = load_templates()  # the seen paraphrases and the held-out ones
+NAME_WORDS = sorted(EVERY.keywords - EVERY.reserved)  # names may hold held-out words too
 
 
 @functools.cache
@@ -168,8 +169,8 @@ def test_checks_of_the_room_in_focus_leave_it_unnamed_and_round_trip(
             and not _name_words(program.to_dict()) & TEMPLATES.verbs
         ):
             assert max(_verb_counts(text).values(), default=0) <= VERB_CAP, text
-    text = render_instruction(program, seed)
-    assert parse(text) == program, text
+    text, seen = render_instruction(program, seed)
+    assert parse(text) == program and seen, text
     # the sampler admits programs by their plain length; the text is never longer than that
     assert compact_words(program) <= plain_words(program)
     assert len(text.split()) <= max(MAX_WORDS, plain_words(program))
@@ -391,6 +392,56 @@ def test_linear_constructs_use_every_paraphrase(picks: list[str]) -> None:
         render_linear([_x(i).target for i in range(4)], seed)
     for construct in ("linear_first", "linear_then", "linear_finally", "go"):
         assert set(TEMPLATES.variants(construct)) <= set(picks)
+
+
+def test_held_out_phrasings_read_back_are_flagged_and_unknown_to_the_seen_parser(
+    picks: list[str],
+) -> None:
+    """Worded with every paraphrase, a text parses back with the full grammar; the parser of the
+    seen paraphrases (a reader that learnt from train) reads it exactly when it is flagged
+    seen, and every held-out paraphrase gets drawn."""
+    flagged = {True: 0, False: 0}
+    for programs in category_programs().values():
+        for program in programs:
+            for seed in range(12):
+                text, seen = render_instruction(program, seed, EVERY)
+                assert parse(text) == program, text
+                flagged[seen] += 1
+                if not seen:
+                    with pytest.raises(InstructionParseError):
+                        parse(text, "seen")
+                else:
+                    assert parse(text, "seen") == program
+    assert set(EVERY.held_out_phrasings) <= set(picks)  # every held-out paraphrase was drawn
+    assert flagged[False] > flagged[True] > 0
+
+
+def test_seen_and_every_phrasing_share_the_seen_draws() -> None:
+    """The held-out paraphrases follow the seen ones in each list, so the seen templates are the
+    packaged file and the default renderer never uses a held-out one."""
+    assert TEMPLATES.phrasing == "seen" and EVERY.phrasing == "all"
+    for construct in SLOTS:
+        seen, every = TEMPLATES.variants(construct), EVERY.variants(construct)
+        assert every == (*seen, *TEMPLATES.held_out.get(construct, ()))
+    assert EVERY.with_held_out() is EVERY and TEMPLATES.held_out_phrasings
+    for program in category_programs()["deep_nested"]:
+        text, seen = render_instruction(program, 3)
+        assert seen and parse(text, "seen") == program
+
+
+def test_held_out_templates_validation() -> None:
+    raw = TEMPLATES.model_dump(by_alias=True, mode="json")
+    raw["reserved"] = sorted(raw["reserved"])
+    for held_out, match in (
+        ({"walk": ["stroll to {ref}"]}, "unknown construct 'walk'"),
+        ({"go": ["go to {ref}"]}, "is also in its list"),
+        ({"go": ["stroll to {target}"]}, "slots"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            parse_templates(orjson.dumps(dict(raw, held_out=held_out)))
+    every = dict(EVERY.model_dump(by_alias=True, mode="json"), go=["go to {ref}"])
+    with pytest.raises(ConfigError, match="missing from its list"):
+        parse_templates(orjson.dumps(every))
 
 
 def test_print_examples() -> None:

@@ -10,7 +10,10 @@
 * ``neurosymbolic`` — runs the parsed program: gathers the evidence of each condition it meets
   (presence: find the named room, look around in it; relation: find both objects, evaluate the
   predicate on what it saw), then follows the chosen branch. The non-oracle counterpart of the
-  oracle.
+  oracle. It reads every paraphrase of the generator's grammar; with ``phrasing="seen"``
+  (``--agent-arg phrasing=seen``, the benchmark's ``neurosymbolic_train_phrasing`` row) only
+  those train is worded with, so a text using a held-out one leaves it without a program and
+  it stops where it starts.
 
 The blind ``text_prior`` and ``commonsense_prior`` agents live in :mod:`condvln.agents.blind`,
 the language-model agent ``llm`` in :mod:`condvln.agents.llm`.
@@ -28,8 +31,10 @@ import numpy as np
 
 from condvln.agents.base import EpisodeView, InstructionSource
 from condvln.agents.skills import Script, SkillAgent
+from condvln.errors import ConfigError
 from condvln.graph import Truth
 from condvln.program.ast import Condition, Exists, Go, Step, leaf_paths
+from condvln.program.templates import Phrasing
 from condvln.sim.protocol import Observation
 from condvln.sim.simulator import ACTIONS, STOP
 
@@ -89,9 +94,20 @@ class GoalOnlyAgent(SkillAgent):
 class NeurosymbolicAgent(SkillAgent):
     """Evaluates each condition on perceived evidence, then follows the chosen branch.
 
+    Args:
+        phrasing: ``"all"`` (default): read every paraphrase of the generator's grammar;
+            ``"seen"``: only those of train (a reader that learnt from train alone).
+
     Attributes:
         decisions: The branch taken at each conditional of the current episode, in order.
     """
+
+    def __init__(self, phrasing: Phrasing = "all") -> None:
+        if phrasing not in ("all", "seen"):
+            raise ConfigError(
+                f"agent neurosymbolic: phrasing must be 'all' or 'seen', got {phrasing!r}"
+            )
+        self.phrasing = phrasing
 
     def script(self) -> Script:
         """Run the parsed program, then stop."""

@@ -40,6 +40,7 @@ from condvln.graph.relations import (
 )
 from condvln.program.ast import Program, Ref
 from condvln.program.parse import InstructionParseError, parse
+from condvln.program.templates import Phrasing
 from condvln.scene.model import AABB, SceneObject
 from condvln.sim.mapview import MapView, heading_to
 from condvln.sim.protocol import Observation, Vec3
@@ -240,6 +241,8 @@ class SkillAgent:
     """
 
     instruction_source: ClassVar[InstructionSource] = "original"
+    phrasing: Phrasing = "all"
+    """The paraphrases :meth:`parsed` reads: all, or only the seen ones train is worded with."""
 
     def reset(self, episode: EpisodeView) -> None:
         """Start an episode: parse nothing yet, set up memory, exploration and the script."""
@@ -283,7 +286,7 @@ class SkillAgent:
     def parsed(self) -> Program | None:
         """The instruction parsed into its program, or ``None`` when it does not parse."""
         try:
-            return parse(self.episode.instruction)
+            return parse(self.episode.instruction, self.phrasing)
         except InstructionParseError:
             return None
 

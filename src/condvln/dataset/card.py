@@ -90,11 +90,13 @@ def word_lengths(texts: list[str]) -> dict[str, Any]:
 
 
 def template_counts() -> dict[str, Any]:
-    """Paraphrases per construct of the packaged templates, and relation phrases in all."""
+    """Paraphrases per construct of the packaged templates (held-out ones included, and counted
+    apart), and relation phrases in all."""
     t = load_templates()
     return {
         "version": t.version,
         "constructs": {c: len(t.variants(c)) for c in SLOTS},
+        "held_out": {c: len(phrasings) for c, phrasings in t.held_out.items()},
         "relation_phrases": sum(len(p) for p in t.relations.values()),
     }
 

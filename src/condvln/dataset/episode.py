@@ -29,6 +29,7 @@ from condvln.frames import yaw_to_quaternion
 from condvln.nav import Navigator
 from condvln.program.ast import leaf_paths
 from condvln.program.render import render_instruction, render_linear
+from condvln.program.templates import load_templates
 from condvln.synth.sampler import Instance, Rejected
 
 EPISODE_KEYS = (
@@ -128,13 +129,16 @@ def build_episode(  # long: the episode is one literal of its VLN-CE and condvln
     radius: float,
     extras: dict[str, Any],
     budget: tuple[float, int] = (BUDGET_FACTOR, TURN_ALLOWANCE),
+    held_out_share: float = 0.0,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The episode (without ``episode_id`` / tokens) and its ground-truth actions.
 
     ``rng`` draws the start heading, ``words`` the paraphrases of the instruction and its
     oracle text: a stream of their own, so a change of wording never moves a start heading
     (and with it reference paths, workload and balancing). ``budget`` is ``(factor,
-    per_target)`` of :func:`step_budget`.
+    per_target)`` of :func:`step_budget`. With ``held_out_share`` > 0, that share of episodes
+    (drawn from ``words``) is worded with every paraphrase, held-out ones included, the rest
+    with the seen ones only; ``phrasing_seen`` records whether the text uses seen ones only.
 
     Raises:
         Rejected: ``path_not_found`` / ``branch_unreachable`` when a path cannot be found.
@@ -143,8 +147,10 @@ def build_episode(  # long: the episode is one literal of its VLN-CE and condvln
     yaw = math.radians(15.0 * int(rng.integers(24)))
     reference, gt, goal, geodesic = _route(nav, inst, yaw, radius)
     executed = leaf_paths(inst.program.steps)[res.leaf_index][1]
-    text = render_instruction(inst.program, words)
-    oracle = render_linear([g.target for g in executed], words)
+    held_out = held_out_share > 0 and words.random() < held_out_share
+    templates = load_templates("all" if held_out else "seen")
+    text, phrasing_seen = render_instruction(inst.program, words, templates)
+    oracle = render_linear([g.target for g in executed], words, templates)
     condvln = {
         "program": inst.program.to_dict(),
         "category": inst.bucket.category,
@@ -171,6 +177,7 @@ def build_episode(  # long: the episode is one literal of its VLN-CE and condvln
         "gold_is_nearest": inst.gold_is_nearest,
         "reference_room": inst.reference_room,
         "oracle_instruction": oracle,
+        "phrasing_seen": phrasing_seen,
         "pair_id": inst.pair_id,
         "step_budget": step_budget(nav, inst, *budget),
         **extras,

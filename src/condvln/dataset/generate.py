@@ -73,6 +73,10 @@ class GenerateConfig(BaseModel):
             minimal-pair sibling (houses of :data:`UNPAIRED_SPLITS` get none).
         unseen_share: Share of scenes held out for val_unseen and test (half each).
         val_seen_share: Share of the seen scenes' episodes that go to val_seen.
+        held_out_phrasing_share: Share of the episodes of :data:`UNPAIRED_SPLITS` worded with
+            every paraphrase, the held-out ones train never shows included (see
+            :class:`~condvln.program.templates.Templates`); the others, and every episode of
+            the seen houses, use the seen paraphrases only.
         multi_room_radius: Success radius of multi-room scenes (paper: 1.0 m).
         single_room_radius: Success radius of single-room scenes (paper: 0.5 m).
         step_budget_factor: Step budget: forward steps allowed per forward step of the longest
@@ -94,6 +98,7 @@ class GenerateConfig(BaseModel):
     counterfactual_share: float = Field(0.2, ge=0.0, le=1.0)
     unseen_share: float = Field(0.3, ge=0.0, lt=1.0)
     val_seen_share: float = Field(0.1, ge=0.0, lt=1.0)
+    held_out_phrasing_share: float = Field(0.5, ge=0.0, le=1.0)
     multi_room_radius: float = Field(1.0, gt=0.0)
     single_room_radius: float = Field(0.5, gt=0.0)
     step_budget_factor: float = Field(BUDGET_FACTOR, gt=0.0)
@@ -149,6 +154,7 @@ def vet_instances(
     top_up: int,
     instances: list[Instance],
     nav: ExactNavigator | None = None,
+    group: str = "seen",
 ) -> tuple[list[Instance], Counter[str]]:
     """Build the episode of every fresh instance of a scene (a :data:`~condvln.synth.pipeline.Vet`
     run in the sampling worker, before balancing): the instances whose episode could be built,
@@ -156,13 +162,15 @@ def vet_instances(
     whose sibling was rejected goes too (``pair_sibling_rejected``): a pair is kept whole or
     not at all, so what balancing keeps is what the dataset holds. ``nav``: the scene's exact
     navigator at :data:`~condvln.synth.driver.GENERATION_GRID`'s settings, when already built
-    (built here when omitted)."""
+    (built here when omitted); ``group``: the scene's split group (:func:`_assign_splits`),
+    which decides whether held-out phrasings may word its episodes."""
     nav = nav or ExactNavigator(scene, config=GENERATION_GRID)
     radius = success_radius(scene, config.multi_room_radius, config.single_room_radius)
     rng = np.random.default_rng([scene_seed(config.seed, index, top_up), 1])
     words = np.random.default_rng([scene_seed(config.seed, index, top_up), 2])
     habitat = habitat_scene(scene, scene_file_name(scene.id))
     extras = _extras(spec, config, scene_file_name(scene.id))
+    held_out = config.held_out_phrasing_share if group in UNPAIRED_SPLITS else 0.0
     built, rejections = [], Counter()
     for inst in instances:
         try:
@@ -176,6 +184,7 @@ def vet_instances(
                 radius=radius,
                 extras=extras,
                 budget=(config.step_budget_factor, config.step_budget_per_target),
+                held_out_share=held_out,
             )
         except Rejected as exc:
             rejections[exc.reason] += 1
@@ -359,7 +368,12 @@ def _synthesize(
         on_scene_done=tick("sampling", len(specs)),
         strata=[groups[i] for i in range(len(specs))],
         train=functools.partial(_is_train, config=config),
-        vet=functools.partial(_vet, specs=tuple(specs), config=config),
+        vet=functools.partial(
+            _vet,
+            specs=tuple(specs),
+            config=config,
+            groups=tuple(groups[i] for i in range(len(specs))),
+        ),
         branch_steps=tuple(sorted(set(config.branch_steps))),
         unpaired=UNPAIRED_SPLITS,
         controlled=UNPAIRED_SPLITS,  # the splits results are reported on
@@ -376,12 +390,16 @@ def _vet(
     *,
     specs: tuple[SceneSpec, ...],
     config: GenerateConfig,
+    groups: tuple[str, ...],
 ) -> tuple[list[Instance], Counter[str]]:
-    """:func:`vet_instances` of the run's ``index``-th scene, on the exact navigator kept in
-    the scene's ``memo`` (built there on the sampler's navigable area the first time)."""
+    """:func:`vet_instances` of the run's ``index``-th scene (of split group
+    ``groups[index]``), on the exact navigator kept in the scene's ``memo`` (built there on
+    the sampler's navigable area the first time)."""
     if "exact" not in memo:
         memo["exact"] = ExactNavigator(scene, config=GENERATION_GRID, area=memo["area"])
-    return vet_instances(specs[index], config, scene, index, top_up, instances, memo["exact"])
+    exact = memo["exact"]
+    spec = specs[index]
+    return vet_instances(spec, config, scene, index, top_up, instances, exact, groups[index])
 
 
 def _require_distinct_ids(specs: list[SceneSpec], scene_ids: list[str]) -> None:

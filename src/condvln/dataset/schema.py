@@ -187,6 +187,11 @@ def labels_problems(labels: Any, field: str = "info.condvln") -> list[Problem]:
     oracle = labels.get("oracle_instruction", "")
     if not isinstance(oracle, str):
         problems.append((f"{field}.oracle_instruction", f"must be a string, got {_show(oracle)}"))
+    phrasing_seen = labels.get("phrasing_seen", True)  # datasets before it have no such key
+    if not isinstance(phrasing_seen, bool):
+        problems.append(
+            (f"{field}.phrasing_seen", f"must be a boolean, got {_show(phrasing_seen)}")
+        )
     path = labels.get("branch_path", [])
     if not (isinstance(path, list) and all(isinstance(b, bool) for b in path)):
         problems.append((f"{field}.branch_path", f"must be a list of booleans, got {_show(path)}"))

@@ -7,7 +7,10 @@ stored program, the scene file and the stamped relation config, goals and subgoa
 objects' approach points (the goal within one forward step of its approach point, where the
 ground-truth follower stops) and reachable, the stored geodesic distance re-measured with the
 exact engine (it must agree to 1e-6 m), the reference path running start → goal no shorter than
-the geodesic, and the ground-truth actions' VLN-CE invariants. Each problem names the split, the episode and the field.
+the geodesic, the ground-truth actions' VLN-CE invariants, and ``phrasing_seen`` (the parser
+of the seen paraphrases reads the text back exactly when it is set; no held-out paraphrase in
+the seen houses' splits; not checked on an oracle transform, whose texts are the oracle's).
+Each problem names the split, the episode and the field.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from condvln.graph import RelationConfig
 from condvln.io import check_regular_file, read_json
 from condvln.nav import ExactNavigator, GridNavigator
 from condvln.program.ast import program_from_dict
+from condvln.program.parse import InstructionParseError, parse
 from condvln.program.verify import verify_labels
 from condvln.scene.identity import scene_fingerprint
 from condvln.scene.model import Scene
@@ -291,6 +295,33 @@ def _episode_problems(
     return problems + _check_labels(ep, scene, nav, exact) + _check_gt(ep, gt)
 
 
+SEEN_HOUSE_SPLITS = ("train", "val_seen", "pairs")
+"""Splits of the seen houses: worded with the seen paraphrases only."""
+
+
+def _phrasing_problems(ep: Any, gt: Any, split: str) -> list[tuple[str, str]]:
+    """``phrasing_seen`` re-derived from the text (datasets before it have no such key)."""
+    info = (gt if split == "test" else ep)["info"]["condvln"]
+    if "phrasing_seen" not in info:
+        return []
+    text = ep["instruction"]["instruction_text"]
+    try:
+        seen = parse(text, "seen").to_dict() == info["program"]
+    except InstructionParseError:
+        seen = False
+    if seen != info["phrasing_seen"]:
+        reads = "reads back" if seen else "does not read back"
+        return [
+            (
+                "info.condvln.phrasing_seen",
+                f"is {info['phrasing_seen']}, but the text {reads} with the seen paraphrases",
+            )
+        ]
+    if not seen and split in SEEN_HOUSE_SPLITS:
+        return [("instruction.instruction_text", "a held-out paraphrase in a seen house's split")]
+    return []
+
+
 SHARING_ALLOWED = {frozenset(p) for p in itertools.combinations(("train", "val_seen", "pairs"), 2)}
 """Split pairs that may share houses (val_seen and pairs: other instructions in the training
 houses)."""
@@ -380,6 +411,7 @@ def validate_dataset(
         report.problems.append(f"{root}: not a dataset folder")
         return report
     scenes = _SceneCache(root)
+    oracle = (root / "oracle.json").is_file()  # texts replaced by the oracle's
     houses: dict[str, dict[str, str]] = {}
     pairs: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for split in present_splits(root):
@@ -410,6 +442,8 @@ def validate_dataset(
             if split == "test" and gt is None:
                 found.append(("test_answers", "no answer for this episode"))
             found += _episode_problems(ep, split == "test", vocab, gt, scenes)
+            if not found and not oracle:
+                found += _phrasing_problems(ep, gt, split)
             houses.setdefault(split, {}).update(_houses(ep, scenes))
             pair = _pair_id(ep, gt if split == "test" else None)
             if pair is not None:

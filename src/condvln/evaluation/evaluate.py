@@ -110,7 +110,7 @@ from condvln.vlnce import (
     split_path,
 )
 
-LABEL_KEYS = (*DESIGN_FIELDS, "source_dataset", "pair_id")
+LABEL_KEYS = (*DESIGN_FIELDS, "source_dataset", "pair_id", "phrasing_seen")
 """Keys copied from ``info.condvln`` into every per-episode record."""
 
 BREAKDOWN_KEYS = ("source_dataset", *DESIGN_FIELDS)

@@ -3,7 +3,8 @@
 * :func:`table2` — paper Table 2: one row per run, a column group per source dataset with SR,
   SPL, CondVLN's BSA_branch and CSR_all, then the paper's BSA and CSR headed "BSA (paper)" and
   "CSR (paper)" (see :mod:`.metrics` and :data:`PAPER_METRICS_LEGEND`; plus an "all" group
-  when there are several sources) and a diagnostics group:
+  when there are several sources), a "seen phrasing" and an "unseen phrasing" group when some
+  episodes are worded with held-out paraphrases (``phrasing_seen``), and a diagnostics group:
   branch accuracy (BA, ended nearest the gold leaf goal) and its chance level, success at any
   branch goal (SR-any), the wrong-branch rate (WB) and the share of all episodes in each failure
   category;
@@ -86,6 +87,11 @@ SOURCE_COLUMNS: tuple[str, ...] = (
     "CSR (paper)",
 )
 """Columns of every source group of Table 2 (keys in :data:`COLUMN_KEYS`)."""
+
+PHRASING_GROUPS = (("seen phrasing", True), ("unseen phrasing", False))
+"""Table 2's phrasing groups: episodes worded with seen paraphrases only, and those using a
+held-out one (``phrasing_seen``)."""
+
 
 SCALING_COLUMNS: tuple[str, ...] = ("BSA_branch", "CSR_all", "BSA (paper)", "CSR (paper)")
 """Columns of every depth / chain cell of Table 3 (keys in :data:`COLUMN_KEYS`)."""
@@ -338,21 +344,29 @@ TABLE3_NOTE = (
 def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[RenderableType]:
     """Tables 2 and 3 for an 80-column terminal, with the legend; the full ones are in files.
 
-    With several source datasets, both show one line per run and source group (the sources,
-    then "all"), and Table 2's diagnostics (over all episodes) follow as a table of their own.
+    With several source datasets, or with phrasing groups, Table 2 shows one line per run and
+    group (the sources, "all", then the phrasing groups), and its diagnostics (over all
+    episodes) follow as a table of their own; with several sources, Table 3 too shows one line
+    per run and source group.
     """
-    sources = [group for group, _ in table_2.groups if group != "diagnostics"]
-    if len(sources) > 1:
+    groups = [group for group, _ in table_2.groups if group != "diagnostics"]
+    phrasing = {label for label, _ in PHRASING_GROUPS}
+    sources = [group for group in groups if group not in phrasing]
+    if len(groups) > 1:
         diagnostics = {k: v for k, v in TABLE2_TERMINAL.items() if k.startswith("diagnostics ")}
-        columns = dict(table_2.groups)[sources[0]]
-        return [
+        columns = dict(table_2.groups)[groups[0]]
+        table_2_lines: list[RenderableType] = [
             table_2.to_terminal_by_source(
-                sources,
+                groups,
                 {c: TABLE2_TERMINAL.get(c, c) for c in columns},
                 "Table 2: main results per source (%)",
             ),
             table_2.to_terminal(diagnostics, "Table 2 diagnostics, all episodes (%)"),
-            Text(TABLE2_LEGEND),
+        ]
+    else:
+        table_2_lines = [table_2.to_terminal(TABLE2_TERMINAL, "Table 2: main results (%)")]
+    if len(sources) > 1:
+        table_3_lines = [
             table_3.to_terminal_by_source(
                 sources, TABLE3_TERMINAL_ALL, "Table 3: CSR_all by depth d and chain ℓ (%)"
             ),
@@ -361,14 +375,16 @@ def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[Renderab
                 TABLE3_TERMINAL,
                 "Table 3: CSR (paper) by depth d and chain ℓ per source (%)",
             ),
-            Text(TABLE3_NOTE),
-            *_workload_lines(table_3),
+        ]
+    else:
+        table_3_lines = [
+            table_3.to_terminal(TABLE3_TERMINAL_ALL, "Table 3: CSR_all by depth d and chain ℓ (%)"),
+            table_3.to_terminal(TABLE3_TERMINAL, "Table 3: CSR (paper) by depth d and chain ℓ (%)"),
         ]
     return [
-        table_2.to_terminal(TABLE2_TERMINAL, "Table 2: main results (%)"),
+        *table_2_lines,
         Text(TABLE2_LEGEND),
-        table_3.to_terminal(TABLE3_TERMINAL_ALL, "Table 3: CSR_all by depth d and chain ℓ (%)"),
-        table_3.to_terminal(TABLE3_TERMINAL, "Table 3: CSR (paper) by depth d and chain ℓ (%)"),
+        *table_3_lines,
         Text(TABLE3_NOTE),
         *_workload_lines(table_3),
     ]
@@ -452,11 +468,11 @@ def table2(
 
     Returns:
         The table; sources are the union over runs, sorted; an ``all`` group follows when
-        there are several.
+        there are several, then the :data:`PHRASING_GROUPS` when some episode uses a held-out
+        paraphrase.
     """
-    groups = [
-        (source, select, SOURCE_COLUMNS) for source, select in _source_selectors(runs, source_key)
-    ]
+    selectors = [*_source_selectors(runs, source_key), *_phrasing_selectors(runs)]
+    groups = [(label, select, SOURCE_COLUMNS) for label, select in selectors]
     title = "Table 2: main results per source dataset (%)"
     return _build(title, runs, groups, 1, diagnostics)
 
@@ -470,6 +486,20 @@ def _source_selectors(runs: Runs, source_key: str) -> list[tuple[str, Selector]]
     if len(sources) > 1:
         chosen.append(("all", lambda r: True))
     return chosen
+
+
+def _phrasing_selectors(runs: Runs) -> list[tuple[str, Selector]]:
+    """The :data:`PHRASING_GROUPS`, when some episode uses a held-out paraphrase.
+
+    >>> [label for label, _ in _phrasing_selectors({"a": [{"phrasing_seen": False}]})]
+    ['seen phrasing', 'unseen phrasing']
+    >>> _phrasing_selectors({"a": [{"phrasing_seen": True}, {}]})
+    []
+    """
+    records = (r for _, recs in _runs(runs) for r in recs)
+    if not any(r.get("phrasing_seen") is False for r in records):
+        return []
+    return [(label, _is("phrasing_seen", value)) for label, value in PHRASING_GROUPS]
 
 
 def table3(

@@ -35,7 +35,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 
 from condvln.errors import FormatError
 from condvln.program.ast import Condition, Exists, Go, If, Program, Ref, Relation, Step
-from condvln.program.templates import WORD_PATTERN, Templates, load_templates, pieces
+from condvln.program.templates import WORD_PATTERN, Phrasing, Templates, load_templates, pieces
 
 _TOKEN = re.compile(rf"{WORD_PATTERN}|\.")
 
@@ -394,14 +394,24 @@ def _describe(terminal: str, lark: Lark) -> str:
 
 
 @functools.cache
-def _default_parser() -> Parser:
-    return Parser()
+def packaged_parser(phrasing: Phrasing = "all") -> Parser:
+    """The parser of the packaged templates, built once: every phrasing, or (``"seen"``) only
+    those train is worded with, as a reader that learnt from train alone would know them."""
+    return Parser(load_templates(phrasing))
 
 
-def parse(text: str) -> Program:
-    """Parse instruction text with the packaged templates (the parser is built once).
+def parse(text: str, phrasing: Phrasing = "all") -> Program:
+    """Parse instruction text with the packaged templates (see :func:`packaged_parser`).
+
+    >>> text = "Provided that the kitchen holds a mug, get to the sofa; otherwise, the bed."
+    >>> parse(text).steps[0].condition
+    Exists(category='mug', room='kitchen')
+    >>> parse(text, "seen")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    condvln.program.parse.InstructionParseError: instruction: cannot parse at character 0 ('provided that the kitchen hold'): expected ...
 
     Raises:
         InstructionParseError: The text is not an instruction the templates can produce.
     """
-    return _default_parser().parse(text)
+    return packaged_parser(phrasing).parse(text)

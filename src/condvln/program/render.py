@@ -28,6 +28,10 @@ How the text reads (every choice below is a template and may be paraphrased):
   ``sentence_separator`` choices when no arm of its ladder holds a conditional; otherwise the
   first choice (a full stop) is used.
 
+The renderer words with the packaged *seen* paraphrases unless given other templates; with
+``load_templates("all")`` it may also draw the held-out ones, and :func:`render_instruction`
+says whether it did (:class:`Instruction`).
+
 Every conditional has both arms, and a conditional is always the last step of its sequence, so
 the text is a prefix encoding of the tree and parses back to exactly one program.
 
@@ -49,6 +53,7 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -91,6 +96,18 @@ _COUNTED_SLOTS = frozenset({"a", "category", "room", "anchor", "else"})
 _RELATIVE = ("that", "which")
 
 
+class Instruction(NamedTuple):
+    """A dataset instruction and whether it uses only seen paraphrases (``phrasing_seen``)."""
+
+    text: str
+    phrasing_seen: bool
+
+
+def _seen(templates: Templates | None) -> Templates:
+    """``templates``, or by default the packaged *seen* ones (:func:`load_templates`)."""
+    return templates or load_templates("seen")
+
+
 def word_count(text: str) -> int:
     """Words of an instruction: whitespace-separated pieces ("north-east," is one word)."""
     return len(text.split())
@@ -113,55 +130,66 @@ def render(
     Args:
         program: Steps of Go's optionally ended by one If; each arm has the same shape.
         rng: A generator or a seed choosing the paraphrases.
-        templates: Paraphrase tables (default: the packaged ones).
+        templates: Paraphrase tables (default: the packaged seen ones).
         max_words: Longest text wanted (:func:`word_count`), or ``None`` for no limit.
 
     Raises:
         ValidationError: A name with a reserved word or an unsupported character, an unknown
             predicate, or an If that is not the last step of its sequence.
     """
-    t = templates or load_templates()
-    gen = np.random.default_rng(rng)
-    text = _Renderer(t, gen).program(program)
-    if max_words is None:
-        return text
+    return _render(program, _seen(templates), np.random.default_rng(rng), max_words).text
+
+
+def _render(
+    program: Program, t: Templates, gen: np.random.Generator, max_words: int | None
+) -> Instruction:
+    """:func:`render`, with whether the text uses only seen paraphrases."""
+    renderer = _Renderer(t, gen)
+    text = renderer.program(program)
     for slack in (None, TIGHT_SLACK):  # free draws, then draws among near-shortest paraphrases
         for _ in range(LONG_RETRIES):
-            if word_count(text) <= max_words:
-                return text
-            text = _Renderer(t, gen, slack).program(program)
-    return text if word_count(text) <= max_words else _compact(program, t, gen)
+            if max_words is None or word_count(text) <= max_words:
+                return Instruction(text, not renderer.held_out)
+            renderer = _Renderer(t, gen, slack)
+            text = renderer.program(program)
+    if word_count(text) <= max_words:
+        return Instruction(text, not renderer.held_out)
+    return _compact(program, t, gen)
 
 
-def render_instruction(program: Program, rng: Seed, templates: Templates | None = None) -> str:
+def render_instruction(
+    program: Program, rng: Seed, templates: Templates | None = None
+) -> Instruction:
     """A dataset instruction: :func:`render` within :data:`WORD_SLACK` words of the program's
-    shortest rendering (and within :data:`MAX_WORDS`).
+    shortest rendering (and within :data:`MAX_WORDS`), and whether it uses only seen
+    paraphrases (always, with the default seen templates).
 
     >>> from condvln.program.ast import Exists, Go, If, Program, Ref
     >>> p = Program((If(Exists("kettle", "kitchen"),
     ...                 (If(Exists("mug", "kitchen"), (Go(Ref("sofa")),), (Go(Ref("bed")),)),),
     ...                 (Go(Ref("desk")),)),))
-    >>> text = render_instruction(p, 0)
-    >>> word_count(text) <= compact_words(p) + WORD_SLACK, "also" in text or "there," in text
-    (True, True)
+    >>> text, seen = render_instruction(p, 0)
+    >>> word_count(text) <= compact_words(p) + WORD_SLACK, "also" in text or "there," in text, seen
+    (True, True, True)
     """
-    limit = min(MAX_WORDS, compact_words(program, templates) + WORD_SLACK)
-    return render(program, rng, templates, max_words=limit)
+    t = _seen(templates)
+    limit = min(MAX_WORDS, compact_words(program, t) + WORD_SLACK)
+    return _render(program, t, np.random.default_rng(rng), limit)
 
 
 def render_compact(program: Program, rng: Seed, templates: Templates | None = None) -> str:
     """The shortest rendering of ``program``: every construct takes one of its paraphrases with
     the fewest words (``rng`` chooses among those), else clauses restate a negation only where
     the readability rule requires it."""
-    t = templates or load_templates()
-    return _compact(program, t, np.random.default_rng(rng))
+    return _compact(program, _seen(templates), np.random.default_rng(rng)).text
 
 
-def _compact(program: Program, templates: Templates, rng: np.random.Generator) -> str:
+def _compact(program: Program, templates: Templates, rng: np.random.Generator) -> Instruction:
     """The shorter of the compact rendering and the plain one (the verb cap can make the
     former longer), so a program within :func:`plain_words` always has a text that fits."""
-    texts = [_Renderer(templates, rng, 0, plain).program(program) for plain in (False, True)]
-    return min(texts, key=word_count)
+    renderers = [_Renderer(templates, rng, 0, plain) for plain in (False, True)]
+    texts = [(r.program(program), not r.held_out) for r in renderers]
+    return Instruction(*min(texts, key=lambda text_seen: word_count(text_seen[0])))
 
 
 def plain_words(program: Program, templates: Templates | None = None) -> int:
@@ -172,8 +200,8 @@ def plain_words(program: Program, templates: Templates | None = None) -> int:
     rules, which change with the templates, never change which programs are sampled; the
     instruction itself is as long or shorter.
     """
-    t = templates or load_templates()
-    return word_count(_Renderer(t, np.random.default_rng(0), 0, plain=True).program(program))
+    renderer = _Renderer(_seen(templates), np.random.default_rng(0), 0, plain=True)
+    return word_count(renderer.program(program))
 
 
 def compact_words(program: Program, templates: Templates | None = None) -> int:
@@ -190,7 +218,7 @@ def render_linear(targets: Sequence[Ref], rng: Seed, templates: Templates | None
     """
     if not targets:
         raise ValidationError("a linear instruction needs at least one target")
-    renderer = _Renderer(templates or load_templates(), np.random.default_rng(rng))
+    renderer = _Renderer(_seen(templates), np.random.default_rng(rng))
     return _capitalise(renderer.linear([Go(t) for t in targets], finally_=True) + ".")
 
 
@@ -269,6 +297,7 @@ class _Renderer:
         self.slack = slack
         self.plain = plain
         self.verbs_used: Counter[str] = Counter()
+        self.held_out = False  # whether a held-out paraphrase was picked
 
     def pick(self, options: Sequence[str]) -> str:
         """A paraphrase: within the verb cap (where one is), then near the shortest (with a
@@ -280,6 +309,7 @@ class _Renderer:
             allowed = _near_shortest(allowed, self.slack)
         choice = allowed[int(self.rng.integers(len(allowed)))]
         self.verbs_used.update(_verbs_of(choice, self.t.verbs))
+        self.held_out |= choice in self.t.held_out_phrasings
         return choice
 
     def within_cap(self, template: str) -> bool:

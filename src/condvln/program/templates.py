@@ -28,6 +28,7 @@ import functools
 import itertools
 import re
 from importlib import resources
+from typing import Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -68,6 +69,10 @@ SLOTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 _NAME_SLOTS = frozenset({"category", "room", "anchor"})
 
+Phrasing = Literal["seen", "all"]
+"""Which paraphrases a :class:`Templates` holds: ``"seen"``, the ones train and val_seen are
+worded with; ``"all"``, those and the held-out ones val_unseen and test may also use."""
+
 
 def pieces(template: str) -> list[tuple[str, str]]:
     """Split a template into ``("word" | "punct" | "slot", text)`` pieces (spaces dropped).
@@ -106,6 +111,10 @@ class Templates(BaseModel):
     twice. ``exists_here`` / ``not_exists_here`` ask about the room in focus without naming it
     ("it also has a lamp", "there is no lamp there"); ``else_target`` names only the target of a
     one-step else-arm ("otherwise, the sofa"); see :mod:`condvln.program.render`.
+
+    ``held_out`` holds, per construct, paraphrases train never shows: the packaged file's lists
+    are the *seen* phrasings (``phrasing="seen"``), and :meth:`with_held_out` appends the
+    held-out ones to them (``phrasing="all"``), which val_unseen and test may be worded with.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -137,6 +146,8 @@ class Templates(BaseModel):
     else_if: tuple[str, ...]
     sentence_separator: tuple[str, ...]
     clause_separator: tuple[str, ...]
+    held_out: dict[str, tuple[str, ...]] = {}
+    phrasing: Phrasing = "seen"
 
     def variants(self, construct: str) -> tuple[str, ...]:
         """The paraphrases of ``construct`` (a key of :data:`SLOTS`)."""
@@ -168,6 +179,22 @@ class Templates(BaseModel):
         stops += [f"{glue}{word_end}" for glue in sorted(self._glue_after_names())]
         stop = "|".join(stops)
         return f"(?!{stop}){WORD_PATTERN}(?: (?!{stop}){WORD_PATTERN})*"
+
+    @functools.cached_property
+    def held_out_phrasings(self) -> frozenset[str]:
+        """Every held-out paraphrase (of any construct)."""
+        return frozenset(t for phrasings in self.held_out.values() for t in phrasings)
+
+    def with_held_out(self) -> Templates:
+        """These templates with the held-out paraphrases appended to their constructs' lists
+        (``phrasing="all"``); the seen paraphrases keep their places, so a draw among them
+        is the same draw."""
+        if self.phrasing == "all":
+            return self
+        data = self.model_dump(by_alias=True)
+        for construct, phrasings in self.held_out.items():
+            data[construct] = (*data[construct], *phrasings)
+        return Templates.model_validate({**data, "phrasing": "all"})
 
     @functools.cached_property
     def name_regex(self) -> re.Pattern[str]:
@@ -213,7 +240,24 @@ class Templates(BaseModel):
                     f"'{construct}' needs a paraphrase restating the condition ({{neg}})"
                 )
         _check_relations(self.relations, self.reserved)
+        _check_held_out(self)
         return self
+
+
+def _check_held_out(t: Templates) -> None:
+    """Held-out paraphrases: of known constructs, valid templates, new in ``"seen"`` templates
+    and present in ``"all"`` ones."""
+    for construct, phrasings in t.held_out.items():
+        if construct not in SLOTS:
+            raise ValueError(f"held_out: unknown construct {construct!r}")
+        listed = set(t.variants(construct))
+        for template in phrasings:
+            _check_template(construct, template, t.reserved)
+            if (template in listed) != (t.phrasing == "all"):
+                where = "also in" if t.phrasing == "seen" else "missing from"
+                raise ValueError(
+                    f"held_out {construct} paraphrase {template!r} is {where} its list"
+                )
 
 
 def _check_template(construct: str, template: str, reserved: frozenset[str]) -> None:
@@ -273,8 +317,17 @@ def parse_templates(data: bytes) -> Templates:
 
 
 @functools.cache
-def load_templates() -> Templates:
-    """The packaged templates (``condvln/data/templates.json``), parsed once and cached."""
+def load_templates(phrasing: Phrasing = "all") -> Templates:
+    """The packaged templates (``condvln/data/templates.json``), parsed once and cached:
+    every paraphrase (``"all"``, what the parser reads) or the seen ones only (``"seen"``,
+    what train and val_seen are worded with; see :class:`Templates`).
+
+    >>> seen, every = load_templates("seen"), load_templates()
+    >>> every.go[: len(seen.go)] == seen.go, "get to {ref}" in every.go, "get to {ref}" in seen.go
+    (True, True, False)
+    """
+    if phrasing == "all":
+        return load_templates("seen").with_held_out()
     data = resources.files("condvln").joinpath("data/templates.json").read_bytes()
     return parse_templates(data)
 
