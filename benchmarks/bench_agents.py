@@ -1,9 +1,13 @@
 """Benchmark remote (HTTP) agents and batched stepping.
 
-1. Loopback HTTP overhead per step for symbolic observations (target ≤ 1 ms): the same
-   trivial agent run in-process and behind ``condvln/agent_server.py`` on 127.0.0.1; the
-   overhead is the difference in wall time per step. Also the bare round trip of one
-   ``/act`` call with a real observation.
+1. Loopback HTTP overhead per step for symbolic observations (target ≤ 1 ms, and ≤ 1.2× the
+   bare loopback round trip): the same trivial agent run in-process and behind
+   ``condvln/agent_server.py`` on 127.0.0.1; the overhead is the difference in wall time per
+   step. Beside it, in the same run: one ``/act`` call with a real observation through
+   :class:`~condvln.agents.remote.RemoteAgent`, and the *bare* loopback round trip, the same
+   request bytes posted with ``http.client`` (keep-alive, no Nagle) to a standard-library
+   ``http.server`` in another process that reads them and answers a fixed action — HTTP on
+   this machine without our protocol, the floor any HTTP agent pays.
 2. Batched throughput with an agent that sleeps 20 ms per call (emulating a model): steps per
    second for lockstep batches of B = 1, 8, 32, in-process and over HTTP.
 
@@ -15,12 +19,15 @@ A small dataset is generated into a temporary folder; everything runs with one w
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
 import select
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
@@ -62,13 +69,61 @@ class SleepyBatchAgent:
         return [self.walker.act(o) for o in observations]
 
 
-class Server:
-    """An agent server subprocess serving a class of this file."""
+class BareHandler(BaseHTTPRequestHandler):
+    """The bare loopback peer: reads a POST body and answers one fixed action."""
 
-    def __init__(self, cls: str, *args: str) -> None:
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    ANSWER = b'{"actions": [1]}'
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response_only(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.ANSWER)))
+        self.end_headers()
+        self.wfile.write(self.ANSWER)
+
+
+def serve_bare() -> None:
+    """Run the bare peer on a free port of 127.0.0.1, printing its URL (``--bare-server``)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BareHandler)
+    print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+def bare_round_trip(url: str, body: bytes, calls: int) -> float:
+    """Milliseconds per POST of ``body`` to the bare peer over one kept-alive connection."""
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port))
+    conn.connect()
+    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    headers = {"Content-Type": "application/json"}
+
+    def post() -> None:
+        conn.request("POST", "/act", body=body, headers=headers)
+        conn.getresponse().read()
+
+    for _ in range(100):
+        post()
+    started = time.perf_counter()
+    for _ in range(calls):
+        post()
+    conn.close()
+    return 1000 * (time.perf_counter() - started) / calls
+
+
+class Server:
+    """An agent server subprocess serving a class of this file (``cls`` None: the bare peer)."""
+
+    def __init__(self, cls: str | None, *args: str) -> None:
         env = os.environ | {"PYTHONPATH": str(SERVER.parent.parent)}
+        command = [str(HERE), "--bare-server"] if cls is None else [str(SERVER), f"{HERE}:{cls}"]
         self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), f"{HERE}:{cls}", "--port", "0", *args],
+            [sys.executable, *command, *(() if cls is None else ("--port", "0")), *args],
             stdout=subprocess.PIPE,
             text=True,
             env=env,
@@ -94,7 +149,7 @@ def _run(agent: str, data: Path, out: Path, episodes: int, **kwargs: object) -> 
 def http_overhead(data: Path, tmp: Path, episodes: int, steps: int, calls: int) -> None:
     """Print the per-step overhead of the HTTP agent and of one bare /act round trip."""
     from condvln.agents.base import EpisodeView
-    from condvln.agents.remote import RemoteAgent
+    from condvln.agents.remote import RemoteAgent, encode
     from condvln.agents.run import episode_specs
     from condvln.scene.serialize import load_scene
     from condvln.sim import Simulator
@@ -121,9 +176,22 @@ def http_overhead(data: Path, tmp: Path, episodes: int, steps: int, calls: int) 
         for _ in range(calls):
             agent.act(obs)
         rtt = 1000 * (time.perf_counter() - started) / calls
+        body = encode({"version": 1, "batch": [agent._item(obs, 1)]})
+        bare = Server(None)
+        try:
+            floor = bare_round_trip(bare.url, body, calls)
+        finally:
+            bare.close()
         print(
-            f"  bare /act round trip ({len(obs.detections)} detections): {rtt:.3f} ms "
-            f"({calls} calls)"
+            f"  /act round trip ({len(obs.detections)} detections, {len(body)} bytes): "
+            f"{rtt:.3f} ms ({calls} calls)"
+        )
+        print(
+            f"  bare loopback round trip (the same bytes, http.client -> http.server): {floor:.3f} ms"
+        )
+        print(
+            f"  ratios to the bare round trip: overhead per step {per_step / floor:.2f} "
+            f"(target <= 1.2), /act {rtt / floor:.2f}; load average {os.getloadavg()[0]:.2f}"
         )
     finally:
         server.close()
@@ -159,7 +227,11 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=32)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--bare-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bare_server:
+        serve_bare()
+        return
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         data = tmp / "data"

@@ -100,7 +100,8 @@ def test_benchmark_reports_the_ithor_group_per_source(tmp_path: Path) -> None:
 
     # Table 2: a column group per source, then all episodes, each cell the mean of its group
     t2 = outcome["tables"]["table2"]
-    assert [g for g, _ in t2.groups] == ["ithor", "procedural", "all", "diagnostics"]
+    groups = ["ithor", "procedural", "all", "seen phrasing", "unseen phrasing", "diagnostics"]
+    assert [g for g, _ in t2.groups] == groups
     for row in t2.rows:
         values = dict(zip(t2.columns, row.values, strict=True))
         mine, theirs = ithor[row.name], procedural[row.name]
@@ -114,6 +115,10 @@ def test_benchmark_reports_the_ithor_group_per_source(tmp_path: Path) -> None:
         pooled = mine + theirs
         assert values["all SR"] == pytest.approx(
             100 * sum(r["success"] for r in pooled) / len(pooled)
+        )
+        unseen = [r for r in pooled if r["phrasing_seen"] is False]  # held-out paraphrases
+        assert unseen and values["unseen phrasing SR"] == pytest.approx(
+            100 * sum(r["success"] for r in unseen) / len(unseen)
         )
     oracle = dict(zip(t2.columns, t2.rows[1].values, strict=True))
     assert oracle["ithor SR"] > 0.0

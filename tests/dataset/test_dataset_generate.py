@@ -185,6 +185,8 @@ def test_held_out_phrasings_word_only_unseen_houses(dataset: Path) -> None:
             assert _reads_back(text, info["program"], "seen") == info["phrasing_seen"], text
             counts[split, info["phrasing_seen"]] += 1
     assert not any(counts[split, False] for split in ("train", "val_seen", "pairs"))
+    stats = orjson.loads((dataset / "stats.json").read_bytes())["held_out_phrasing"]
+    assert stats == {split: counts[split, False] for split in stats} and "test" in stats
     for split in ("val_unseen", "test"):
         unseen, total = counts[split, False], counts[split, False] + counts[split, True]
         assert 0.25 * total < unseen < 0.6 * total, (split, unseen, total)

@@ -523,5 +523,6 @@ def test_table2_splits_seen_and_unseen_phrasings() -> None:
     for renderable in terminal_tables(table, table3([("reader", seen + unseen)])):
         console.print(renderable)
     text = console.export_text()
-    assert "unseen phrasing" in text and "d1 ℓ1" in text
+    assert "Table 2 by phrasing" in text and "SR new" in text and "d1 ℓ1" in text
+    assert max(map(len, text.splitlines())) <= 80 and "…" not in text
     assert "75.0" in text.split("Table 3")[1]  # the single-source cells are filled

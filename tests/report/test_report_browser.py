@@ -17,7 +17,8 @@ from condvln.report.html import PAGE_ROWS
 pytestmark = pytest.mark.slow
 
 RUN_ORDER = ("random", "goal_only", "condition_blind", "text_prior", "commonsense_prior",
-             "neurosymbolic", "neurosymbolic+noise", "oracle_linear")  # fmt: skip
+             "neurosymbolic", "neurosymbolic+noise", "neurosymbolic_train_phrasing",
+             "oracle_linear")  # fmt: skip
 TABLE3_CATEGORY = {
     "base d=1,ℓ=1": "simple",
     "depth d=2,ℓ=1": "nested",
@@ -101,6 +102,11 @@ def test_table_numbers_equal_metrics_json(page: Any, bench: Path) -> None:
             expected = 100 * metrics["failure_categories"][column]["share"]
         elif group == "diagnostics" and column == "WB":
             expected = 100 * metrics["metrics"]["wrong_branch"]["mean"]
+        elif group in ("seen phrasing", "unseen phrasing") and column in TABLE2_KEYS:
+            seen, key = group == "seen phrasing", TABLE2_KEYS[column]
+            values = [r[key] for r in _records(bench, cell["run"]) if r["phrasing_seen"] is seen]
+            values = [v for v in values if v is not None]
+            expected = 100 * sum(values) / len(values)
         elif column in TABLE2_KEYS:
             source = metrics["breakdowns"]["source_dataset"][group]["metrics"]
             expected = 100 * source[TABLE2_KEYS[column]]["mean"]
@@ -109,7 +115,8 @@ def test_table_numbers_equal_metrics_json(page: Any, bench: Path) -> None:
         assert float(cell["value"]) == pytest.approx(expected, abs=1e-9), cell
         assert cell["text"] == f"{expected:.1f}"
         checked += 1
-    assert checked == len(RUN_ORDER) * (4 + 1 + 5)
+    # one source and the two phrasing groups (4 columns each), WB, five failure categories
+    assert checked == len(RUN_ORDER) * (3 * 4 + 1 + 5)
 
     table3 = _cells(page, "table3")
     checked = 0

@@ -33,7 +33,8 @@ class EpisodeSummary:
 
     Attributes:
         scene_id: The episode's ``scene_id``.
-        fields: ``info.condvln``'s :data:`DESIGN_FIELDS`, ``pair_id`` and ``step_budget``.
+        fields: ``info.condvln``'s :data:`DESIGN_FIELDS`, ``pair_id``, ``step_budget`` and
+            ``phrasing_seen`` (true for datasets before it).
         targets: Targets on the gold path (subgoals and the goal).
         path_length: Length of ``reference_path`` (m).
         geodesic: ``info.geodesic_distance`` (m).
@@ -53,7 +54,10 @@ class EpisodeSummary:
         info = episode["info"]["condvln"]
         return cls(
             scene_id=episode["scene_id"],
-            fields={k: info[k] for k in (*DESIGN_FIELDS, "pair_id", "step_budget")},
+            fields={
+                **{k: info[k] for k in (*DESIGN_FIELDS, "pair_id", "step_budget")},
+                "phrasing_seen": info.get("phrasing_seen", True),
+            },
             targets=len(info["subgoals"]) + 1,
             path_length=path_length(episode["reference_path"]),
             geodesic=episode["info"]["geodesic_distance"],
@@ -241,7 +245,8 @@ def dataset_stats(
     requested: dict[str, int],
 ) -> dict[str, Any]:
     """Counts per split / category / depth / chain / axis, requested vs produced episodes with
-    warnings, balance, distributions, rejections."""
+    warnings, balance, distributions, rejections, and per split the episodes worded with a
+    held-out paraphrase (``held_out_phrasing``)."""
     episodes = [e for split in sorted(splits) for e in splits[split]]
     counts = {
         key: dict(sorted(Counter(str(e.fields[key]) for e in episodes).items()))
@@ -258,6 +263,9 @@ def dataset_stats(
         "scenes": len({e.scene_id for e in episodes}),
         "counts": counts,
         "counterfactual_pairs": sum(1 for e in episodes if e.fields["pair_id"]) // 2,
+        "held_out_phrasing": {
+            s: sum(not e.fields["phrasing_seen"] for e in splits[s]) for s in sorted(splits)
+        },
         "branch_balance": synth.report,
         "workload": workload,
         "reference_path_length_m": _distribution([e.path_length for e in episodes]),

@@ -341,32 +341,46 @@ TABLE3_NOTE = (
 )
 
 
+TABLE2_PHRASING_TERMINAL = {
+    f"{group} {column}": f"{label} {'seen' if seen else 'new'}"
+    for column, label in (("SR", "SR"), ("CSR_all", "CSRa"))
+    for group, seen in PHRASING_GROUPS
+}
+"""Table 2's phrasing groups in a terminal: SR and CSR_all over the episodes worded with seen
+paraphrases ("seen") and with a held-out one ("new"); SPL and the rest are in the files."""
+
+
 def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[RenderableType]:
     """Tables 2 and 3 for an 80-column terminal, with the legend; the full ones are in files.
 
-    With several source datasets, or with phrasing groups, Table 2 shows one line per run and
-    group (the sources, "all", then the phrasing groups), and its diagnostics (over all
-    episodes) follow as a table of their own; with several sources, Table 3 too shows one line
-    per run and source group.
+    With several source datasets, both show one line per run and source group (the sources,
+    then "all"), and Table 2's diagnostics (over all episodes) follow as a table of their own.
+    With phrasing groups, a narrow table of them follows Table 2.
     """
-    groups = [group for group, _ in table_2.groups if group != "diagnostics"]
     phrasing = {label for label, _ in PHRASING_GROUPS}
+    groups = [group for group, _ in table_2.groups if group != "diagnostics"]
     sources = [group for group in groups if group not in phrasing]
-    if len(groups) > 1:
+    by_phrasing = (
+        [
+            table_2.to_terminal(
+                TABLE2_PHRASING_TERMINAL, "Table 2 by phrasing (%; new: held-out paraphrases)"
+            )
+        ]
+        if phrasing & set(groups)
+        else []
+    )
+    if len(sources) > 1:
         diagnostics = {k: v for k, v in TABLE2_TERMINAL.items() if k.startswith("diagnostics ")}
-        columns = dict(table_2.groups)[groups[0]]
-        table_2_lines: list[RenderableType] = [
+        columns = dict(table_2.groups)[sources[0]]
+        return [
             table_2.to_terminal_by_source(
-                groups,
+                sources,
                 {c: TABLE2_TERMINAL.get(c, c) for c in columns},
                 "Table 2: main results per source (%)",
             ),
             table_2.to_terminal(diagnostics, "Table 2 diagnostics, all episodes (%)"),
-        ]
-    else:
-        table_2_lines = [table_2.to_terminal(TABLE2_TERMINAL, "Table 2: main results (%)")]
-    if len(sources) > 1:
-        table_3_lines = [
+            *by_phrasing,
+            Text(TABLE2_LEGEND),
             table_3.to_terminal_by_source(
                 sources, TABLE3_TERMINAL_ALL, "Table 3: CSR_all by depth d and chain ℓ (%)"
             ),
@@ -375,16 +389,15 @@ def terminal_tables(table_2: ResultTable, table_3: ResultTable) -> list[Renderab
                 TABLE3_TERMINAL,
                 "Table 3: CSR (paper) by depth d and chain ℓ per source (%)",
             ),
-        ]
-    else:
-        table_3_lines = [
-            table_3.to_terminal(TABLE3_TERMINAL_ALL, "Table 3: CSR_all by depth d and chain ℓ (%)"),
-            table_3.to_terminal(TABLE3_TERMINAL, "Table 3: CSR (paper) by depth d and chain ℓ (%)"),
+            Text(TABLE3_NOTE),
+            *_workload_lines(table_3),
         ]
     return [
-        *table_2_lines,
+        table_2.to_terminal(TABLE2_TERMINAL, "Table 2: main results (%)"),
+        *by_phrasing,
         Text(TABLE2_LEGEND),
-        *table_3_lines,
+        table_3.to_terminal(TABLE3_TERMINAL_ALL, "Table 3: CSR_all by depth d and chain ℓ (%)"),
+        table_3.to_terminal(TABLE3_TERMINAL, "Table 3: CSR (paper) by depth d and chain ℓ (%)"),
         Text(TABLE3_NOTE),
         *_workload_lines(table_3),
     ]
