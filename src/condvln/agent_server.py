@@ -28,8 +28,9 @@ Protocol ``condvln-agent/1`` (JSON bodies; every request carries ``"version": 1`
   "max_batch_size", "observation_format"}``;
 * ``POST /reset`` ``{"version": 1, "episode": {episode_id, scene_id, instruction,
   instruction_tokens, trajectory_id, step_budget, seed, protocol}}`` → ``{"ok": true}``;
-* ``POST /act`` ``{"version": 1, "batch": [{"episode_id", "observation",
-  "habitat_observation"}, ...]}`` → ``{"actions": [int, ...]}`` (one per item, in order);
+* ``POST /act`` ``{"version": 1, "batch": [{"episode_id", "observation"}, ...]}`` →
+  ``{"actions": [int, ...]}`` (one per item, in order); an item holds the key of the
+  ``observation_format`` (``"habitat_observation"`` for ``"habitat"``), and may hold both;
 * errors: HTTP 4xx / 5xx with ``{"error": "one line"}``.
 
 Arrays travel as ``{"__ndarray__": "<base64 of the C-order bytes>", "dtype": "<f4",

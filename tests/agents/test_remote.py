@@ -189,10 +189,11 @@ class _BadServer(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         info = {"protocol": "condvln-agent", "version": 1, "name": "bad", "max_batch_size": 1}
-        self._send(orjson.dumps(info))
+        form = getattr(self.server, "observation_format", None)
+        self._send(orjson.dumps(info | ({"observation_format": form} if form else {})))
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.last_body = self.rfile.read(int(self.headers["Content-Length"]))  # type: ignore[attr-defined]
         if self.path == "/reset":
             self._send(b'{"ok": true}')
         elif self.server.act_body == "silent":  # type: ignore[attr-defined]
@@ -232,6 +233,25 @@ def test_malformed_or_oversized_answers_are_agent_errors(
     assert summary.failures == {"agent_error": 2}
     records = read_trajectories(tmp_path / "trajectories.jsonl")
     assert all(reason in r["reason"] for r in records), records[0]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("form", "keys"),
+    [
+        ("condvln", {"episode_id", "observation"}),
+        ("habitat", {"episode_id", "habitat_observation"}),
+        (None, {"episode_id", "observation", "habitat_observation"}),  # a server that does not say
+    ],
+)
+def test_each_step_sends_the_observation_the_server_reads(
+    dataset: Path, tmp_path: Path, bad_server: http.server.HTTPServer, form: str | None, keys: set
+) -> None:
+    bad_server.act_body = b'{"actions": [0]}'  # type: ignore[attr-defined]
+    bad_server.observation_format = form  # type: ignore[attr-defined]
+    url = f"http://127.0.0.1:{bad_server.server_address[1]}"
+    assert run_agent(url, dataset, "train", tmp_path, limit=1).failures == {}
+    (item,) = orjson.loads(bad_server.last_body)["batch"]  # type: ignore[attr-defined]
+    assert set(item) == keys
 
 
 def test_non_action_answers_are_invalid_actions(

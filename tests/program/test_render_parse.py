@@ -439,6 +439,8 @@ def test_held_out_templates_validation() -> None:
     ):
         with pytest.raises(ConfigError, match=match):
             parse_templates(orjson.dumps(dict(raw, held_out=held_out)))
+    with pytest.raises(ConfigError, match="phrasing must be 'seen' or 'all', got 'unseen'"):
+        load_templates("unseen")  # type: ignore[arg-type]
     every = dict(EVERY.model_dump(by_alias=True, mode="json"), go=["go to {ref}"])
     with pytest.raises(ConfigError, match="missing from its list"):
         parse_templates(orjson.dumps(every))

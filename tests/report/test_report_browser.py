@@ -17,8 +17,7 @@ from condvln.report.html import PAGE_ROWS
 pytestmark = pytest.mark.slow
 
 RUN_ORDER = ("random", "goal_only", "condition_blind", "text_prior", "commonsense_prior",
-             "neurosymbolic", "neurosymbolic+noise", "neurosymbolic_train_phrasing",
-             "oracle_linear")  # fmt: skip
+             "neurosymbolic", "neurosymbolic+noise", "oracle_linear")  # fmt: skip
 TABLE3_CATEGORY = {
     "base d=1,ℓ=1": "simple",
     "depth d=2,ℓ=1": "nested",

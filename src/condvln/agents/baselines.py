@@ -11,7 +11,8 @@
   (presence: find the named room, look around in it; relation: find both objects, evaluate the
   predicate on what it saw), then follows the chosen branch. The non-oracle counterpart of the
   oracle. It reads every paraphrase of the generator's grammar; with ``phrasing="seen"``
-  (``--agent-arg phrasing=seen``, the benchmark's ``neurosymbolic_train_phrasing`` row) only
+  (``--agent-arg phrasing=seen``, the ``neurosymbolic_train_phrasing`` row of ``condvln
+  benchmark --full``) only
   those train is worded with, so a text using a held-out one leaves it without a program and
   it stops where it starts.
 

@@ -7,18 +7,20 @@ The protocol (also in the README and the server's docstring):
 * ``GET /info`` → ``{"protocol": "condvln-agent", "version": 1, "name", "instruction_source",
   "max_batch_size", "observation_format"}``;
 * ``POST /reset`` ``{"version": 1, "episode": {...}}`` → ``{"ok": true}``;
-* ``POST /act`` ``{"version": 1, "batch": [{"episode_id", "observation",
+* ``POST /act`` ``{"version": 1, "batch": [{"episode_id", "observation" or
   "habitat_observation"}, ...]}`` → ``{"actions": [...]}``;
 * errors: HTTP 4xx / 5xx with ``{"error": "one line"}``.
 
-Each batch item carries the observation twice: as CondVLN's
-:class:`~condvln.sim.protocol.Observation` (``observation``) and as habitat-lab's observation
-dict (``habitat_observation``: ``rgb`` / ``depth`` / ``semantic`` when the protocol renders
-them, ``instruction`` ``{"text", "tokens", "trajectory_id"}``, and with the pose ``heading``,
-``compass``, ``gps``; :mod:`condvln.sim.habitat_obs`), so a habitat agent's preprocessing
-applies unchanged behind the server. ``compass`` and ``gps`` are relative to the episode's start
-pose, which the client takes from the episode's step-0 observation; the tokens come from the
-episode sent to ``/reset``. The server hands its agent one of the two (``observation_format``).
+A batch item carries the observation as CondVLN's :class:`~condvln.sim.protocol.Observation`
+(``observation``) or as habitat-lab's observation dict (``habitat_observation``: ``rgb`` /
+``depth`` / ``semantic`` when the protocol renders them, ``instruction`` ``{"text", "tokens",
+"trajectory_id"}``, and with the pose ``heading``, ``compass``, ``gps``;
+:mod:`condvln.sim.habitat_obs`), so a habitat agent's preprocessing applies unchanged behind
+the server. ``compass`` and ``gps`` are relative to the episode's start pose, which the client
+takes from the episode's step-0 observation; the tokens come from the episode sent to
+``/reset``. The server hands its agent one of the two and names it in ``/info``
+(``observation_format``); the client sends only that one (both to a server that names
+neither), so each step encodes and sends one observation.
 
 Observations travel as JSON: dataclasses and mappings as objects, tuples as lists, every numpy
 array as ``{"__ndarray__": base64 of its C-order bytes, "dtype": dtype.str, "shape": [...]}``
@@ -62,6 +64,8 @@ from condvln.sim.protocol import Observation, Vec3
 
 PROTOCOL = "condvln-agent"
 VERSION = 1
+FORMAT_KEYS = {"condvln": "observation", "habitat": "habitat_observation"}
+"""A server's ``observation_format`` → the batch item key it reads."""
 
 
 class RemoteAgentError(Exception):
@@ -158,6 +162,8 @@ class RemoteAgent:
         self.info: dict[str, Any] = info
         self.instruction_source = info.get("instruction_source", "original")
         self.max_batch_size = max(1, int(info.get("max_batch_size", 1)))
+        form = info.get("observation_format")
+        self._sends = (FORMAT_KEYS[form],) if form in FORMAT_KEYS else tuple(FORMAT_KEYS.values())
         self._episode: Any = None
         self._instructions: dict[Any, tuple[tuple[int, ...], int | None]] = {}
         self._starts: dict[Any, tuple[Vec3, float]] = {}
@@ -199,9 +205,12 @@ class RemoteAgent:
         return actions
 
     def _item(self, obs: Any, episode_id: Any) -> dict[str, Any]:
-        """One ``/act`` batch item (``habitat_observation`` for simulator observations)."""
-        item = {"episode_id": episode_id, "observation": obs}
-        if isinstance(obs, Observation):
+        """One ``/act`` batch item: the observation in the form the server reads (both when it
+        does not say; ``habitat_observation`` only for simulator observations)."""
+        item = {"episode_id": episode_id}
+        if "observation" in self._sends:
+            item["observation"] = obs
+        if "habitat_observation" in self._sends and isinstance(obs, Observation):
             first = obs.step == 0 or episode_id not in self._starts
             if first and obs.position is not None and obs.heading is not None:
                 self._starts[episode_id] = (obs.position, obs.heading)

@@ -158,12 +158,14 @@ def _exit_on_failures(results: dict[str, Any], allow: bool) -> None:
 
 
 def _runs(s: Any) -> tuple[Any, ...]:
-    """The benchmark's runs: the baselines (+ pixel rows) and the user's agents."""
-    from condvln.benchmark import PIXEL_RUNS, benchmark_runs, user_runs
+    """The benchmark's runs: the baselines (+ pixel rows, + the full-only rows) and the user's
+    agents."""
+    from condvln.benchmark import FULL_RUNS, PIXEL_RUNS, benchmark_runs, user_runs
 
     return (
         benchmark_runs(s.noise.model_dump())
         + (PIXEL_RUNS if s.full or s.pixels else ())
+        + (FULL_RUNS if s.full else ())
         + user_runs(s.agents, s.agent_args)
     )
 

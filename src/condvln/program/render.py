@@ -276,6 +276,12 @@ def _verbs_of(template: str, verbs: frozenset[str]) -> Counter[str]:
 
 
 @functools.lru_cache(maxsize=4096)
+def _most_of_a_verb(options: tuple[str, ...], verbs: frozenset[str]) -> int:
+    """The most times one verb occurs in one of ``options``."""
+    return max((n for o in options for n in _verbs_of(o, verbs).values()), default=0)
+
+
+@functools.lru_cache(maxsize=4096)
 def _near_shortest(options: tuple[str, ...], slack: int) -> tuple[str, ...]:
     """The paraphrases at most ``slack`` words over the shortest of ``options``."""
     fewest = min(_template_words(o) for o in options)
@@ -297,18 +303,23 @@ class _Renderer:
         self.slack = slack
         self.plain = plain
         self.verbs_used: Counter[str] = Counter()
+        self.most_used = 0  # the largest count in verbs_used
         self.held_out = False  # whether a held-out paraphrase was picked
 
     def pick(self, options: Sequence[str]) -> str:
         """A paraphrase: within the verb cap (where one is), then near the shortest (with a
         slack), then drawn at random."""
         allowed = tuple(options)
-        if not self.plain:
+        # no option can break the cap while the most used verb leaves room for any of them
+        if not self.plain and self.most_used + _most_of_a_verb(allowed, self.t.verbs) > VERB_CAP:
             allowed = tuple(o for o in options if self.within_cap(o)) or allowed
         if self.slack is not None:
             allowed = _near_shortest(allowed, self.slack)
         choice = allowed[int(self.rng.integers(len(allowed)))]
-        self.verbs_used.update(_verbs_of(choice, self.t.verbs))
+        verbs = _verbs_of(choice, self.t.verbs)
+        if verbs:
+            self.verbs_used.update(verbs)
+            self.most_used = max(self.most_used, *(self.verbs_used[v] for v in verbs))
         self.held_out |= choice in self.t.held_out_phrasings
         return choice
 

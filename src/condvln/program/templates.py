@@ -187,8 +187,8 @@ class Templates(BaseModel):
 
     def with_held_out(self) -> Templates:
         """These templates with the held-out paraphrases appended to their constructs' lists
-        (``phrasing="all"``); the seen paraphrases keep their places, so a draw among them
-        is the same draw."""
+        (``phrasing="all"``); the seen paraphrases keep their places, and the seen templates
+        stay the packaged lists as they are."""
         if self.phrasing == "all":
             return self
         data = self.model_dump(by_alias=True)
@@ -328,6 +328,8 @@ def load_templates(phrasing: Phrasing = "all") -> Templates:
     """
     if phrasing == "all":
         return load_templates("seen").with_held_out()
+    if phrasing != "seen":
+        raise ConfigError(f"phrasing must be 'seen' or 'all', got {phrasing!r}")
     data = resources.files("condvln").joinpath("data/templates.json").read_bytes()
     return parse_templates(data)
 
