@@ -56,6 +56,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import orjson
 
+from condvln.agent_server import OBSERVATION_FORMATS
 from condvln.agents.base import DEFAULT_STEP_TIMEOUT, AgentTimeout, EpisodeView
 from condvln.agents.http_deadline import DeadlineHTTPConnection, DeadlineHTTPSConnection
 from condvln.errors import ConfigError
@@ -64,8 +65,6 @@ from condvln.sim.protocol import Observation, Vec3
 
 PROTOCOL = "condvln-agent"
 VERSION = 1
-FORMAT_KEYS = {"condvln": "observation", "habitat": "habitat_observation"}
-"""A server's ``observation_format`` → the batch item key it reads."""
 
 
 class RemoteAgentError(Exception):
@@ -163,7 +162,8 @@ class RemoteAgent:
         self.instruction_source = info.get("instruction_source", "original")
         self.max_batch_size = max(1, int(info.get("max_batch_size", 1)))
         form = info.get("observation_format")
-        self._sends = (FORMAT_KEYS[form],) if form in FORMAT_KEYS else tuple(FORMAT_KEYS.values())
+        known = OBSERVATION_FORMATS  # a server's observation_format → the item key it reads
+        self._sends = (known[form],) if form in known else tuple(known.values())
         self._episode: Any = None
         self._instructions: dict[Any, tuple[tuple[int, ...], int | None]] = {}
         self._starts: dict[Any, tuple[Vec3, float]] = {}
