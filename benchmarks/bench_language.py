@@ -19,8 +19,11 @@ Reads a generated dataset folder (every split) and prints, per episode:
   above the sink that is in the kitchen"), asking three presence checks of one room, asking a
   presence condition outside the informative band (the catalogue's probability that the room
   type holds the category outside :data:`PRESENCE_BAND`), or relating two objects a person
-  would not relate (neither on one support surface nor one resting on the other, not placed
-  together by the catalogue, and a wall between their centres); and per Table-1
+  would not relate (:meth:`SceneView.related`: a height comparison between objects neither on
+  one support nor one resting on the other, not placed together by the catalogue — directly
+  or through what they rest on — and more than :data:`SIDE_BY_SIDE` apart; any other relation
+  across a wall: the line between their centres leaves the room's floor grown by
+  :data:`WALL_TOLERANCE`); and per Table-1
   category the word counts and the Flesch–Kincaid grade (``textstat``);
 * the held-out phrasing split (issue 32 item 3): per split, the episodes worded with seen
   paraphrases only and those using a held-out one (``phrasing_seen``), and the parse accuracy
@@ -44,11 +47,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import shapely
 import textstat
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.graph import RelationConfig
-from condvln.nav.area import build_nav_area
 from condvln.program.ast import Exists, Ref, Relation, iter_ifs, program_from_dict
 from condvln.program.parse import InstructionParseError, parse
 from condvln.program.templates import SLOTS, load_templates
@@ -75,6 +78,10 @@ RELATIVE_CHAIN = re.compile(r"\b(?:that|which) (?:is|are)\b[^,;:.]*?\b(?:that|wh
 """Two relative clauses in a row without a break: "the X that is … the Y that is in …"."""
 PRESENCE_BAND = (0.15, 0.85)
 """Catalogue probabilities of a presence condition a person would find worth asking."""
+SIDE_BY_SIDE = 1.0
+"""Metres of box-to-box gap within which two objects are compared in height at a glance."""
+WALL_TOLERANCE = 0.3
+"""Metres the floor outline grows by for the line of sight (objects on or in a wall)."""
 
 
 def read_gz(path: Path) -> Any:
@@ -168,20 +175,39 @@ class SceneView:
     def __init__(self, scene: Any) -> None:
         self.scene = scene
         self.room_of = {o.id: r for r in scene.rooms for o in r.objects}
-        self._area: Any = None
+        self.objects = {o.id: o for o in scene.objects()}
 
-    def related(self, a: SceneObject, b: SceneObject, anchors: dict[str, set[str]]) -> bool:
-        """Whether a person would relate ``a`` and ``b``: one support surface or one resting on
-        the other, placed together by the catalogue, or no wall between them."""
-        if a.parent_id is not None and a.parent_id in (b.parent_id, b.id):
+    def related(
+        self, a: SceneObject, predicate: str, b: SceneObject, anchors: dict[str, set[str]]
+    ) -> bool:
+        """Whether a person would ask ``a <predicate> b``: for higher / lower than, one rests
+        on the other or both on one receptacle, the catalogue places them (or what they rest
+        on) together, or they are at most :data:`SIDE_BY_SIDE` apart; for the others, no wall
+        between their centres."""
+        if predicate not in ("higher than", "lower than"):
+            return self._in_sight(a, b)
+        if (a.parent_id is not None and a.parent_id in (b.parent_id, b.id)) or b.parent_id == a.id:
             return True
-        if b.parent_id == a.id:
+        units_a, units_b = self._unit(a), self._unit(b)
+        if any(
+            x in anchors.get(y, ()) or y in anchors.get(x, ()) for x in units_a for y in units_b
+        ):
             return True
-        if a.category in anchors.get(b.category, ()) or b.category in anchors.get(a.category, ()):
+        return _gap(a, b) <= SIDE_BY_SIDE
+
+    def _unit(self, obj: SceneObject) -> set[str]:
+        """The object's category and that of what it rests on."""
+        parent = self.objects.get(obj.parent_id) if obj.parent_id else None
+        return {obj.category} | ({parent.category} if parent is not None else set())
+
+    def _in_sight(self, a: SceneObject, b: SceneObject) -> bool:
+        room = self.room_of[a.id]
+        if room is not self.room_of[b.id]:
+            return False
+        if room.floor_polygon is None:
             return True
-        if self._area is None:
-            self._area = build_nav_area(self.scene)
-        return bool(self._area.visible((a.center[0], a.center[2]), (b.center[0], b.center[2])))
+        floor = shapely.Polygon(room.floor_polygon).buffer(WALL_TOLERANCE)
+        return bool(floor.covers(shapely.LineString([a.center[::2], b.center[::2]])))
 
     def unrelated_relations(
         self, program: Any, cfg: RelationConfig, anchors: dict[str, set[str]]
@@ -196,7 +222,8 @@ class SceneView:
             target, _ = self.readings(node.condition.target, cfg)
             if len(subject) == 1 and len(target) == 1:
                 judged += 1
-                unrelated += not self.related(subject[0], target[0], anchors)
+                predicate = node.condition.predicate
+                unrelated += not self.related(subject[0], predicate, target[0], anchors)
         return judged, unrelated
 
     def scope(self, room_type: str | None) -> list[SceneObject]:
