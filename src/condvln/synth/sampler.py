@@ -411,11 +411,16 @@ def _draw(
     """Index of the candidate to ask, or ``Rejected`` (the attempt starts over; with reason
     ``missing`` when no candidate has the wanted truth).
 
-    Equivalent to drawing one candidate uniformly regardless of truth and keeping it when its
-    truth is the wanted one with probability :func:`_acceptance` — which asks every group as
-    often true as false — but ``1 / ROOM_ACCEPT`` times less often rejected: the room is kept
-    with probability ``min(1, Z / ROOM_ACCEPT)`` (``Z`` the single draw's success probability),
-    then a candidate is drawn among the kept ones.
+    Like drawing one candidate uniformly regardless of truth and keeping it when its truth is
+    the wanted one with probability :func:`_acceptance` — which asks every group as often true
+    as false — but ``1 / ROOM_ACCEPT`` times less often rejected: the room is kept with
+    probability ``min(1, Z / ROOM_ACCEPT)`` (``Z`` the single draw's success probability), then
+    a candidate is drawn among the kept ones. That is exact only while ``Z ≤ ROOM_ACCEPT``:
+    a room with a larger ``Z`` (few candidates, most of the wanted truth) is kept every time
+    instead of ``Z / ROOM_ACCEPT`` times as often as the others, so its candidates' groups are
+    asked less often with that truth. ``ROOM_ACCEPT = 1`` would be exact at about 2.5 times the
+    generation time; balancing evens the truths instead (:func:`~condvln.synth.balance.
+    balance`).
     """
     weights = np.array(
         [
