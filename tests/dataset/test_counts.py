@@ -61,8 +61,8 @@ def test_counts_and_warnings_from_hand_made_splits() -> None:
         "split val_unseen has no nested_chain episodes",
         "split test is empty: no scene was assigned to it",
         "val_unseen + test hold 20 episodes, under the 988 needed to tell a ±3 pp leak from "
-        "noise: the leakage audit can only judge blind probes to ±21.1 pp here (smallest size "
-        "measured safe: --scenes 80 --per-scene 50)",
+        "noise: the leakage audit can only judge blind probes to ±21.1 pp here (the "
+        "benchmark's size: --scenes 80 --per-scene 50)",
     ]
 
 

@@ -13,6 +13,7 @@ from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.errors import FormatError
 from condvln.habitat.layout import REPLICACAD_DATASET_CONFIG
 from condvln.scene.serialize import load_scene
+from condvln.synth.informative import ConditionConfig
 from condvln.vlnce import SCENE_INDEX, SPLITS, load_scene_index, scene_json_path
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -44,6 +45,13 @@ def test_composed_scene_ids_name_glbs_in_the_dataset(habitat_dataset: Path) -> N
     assert len(_episodes(habitat_dataset, "test")) > 0  # the test split resolves via the index
 
 
+def _conditions(source: str) -> ConditionConfig:
+    """The default rules, except for ReplicaCAD's six-object apartment, where only "a basket in
+    the kitchen" lies in the presence band: too few conditions for any episode, so the band
+    reaches 1.0 there ("a sofa in the living room")."""
+    return ConditionConfig(presence_high=1.0) if source == "replicacad" else ConditionConfig()
+
+
 @pytest.mark.parametrize(
     ("source", "path", "scene_id", "dataset_config"),
     [
@@ -65,7 +73,13 @@ def test_composed_scene_ids_name_glbs_in_the_dataset(habitat_dataset: Path) -> N
 def test_real_asset_sources_point_at_the_users_assets(
     source: str, path: Path, scene_id: str, dataset_config: str | None, tmp_path: Path
 ) -> None:
-    config = GenerateConfig(source=source, inputs=(str(path),), scenes=None, per_scene=30)
+    config = GenerateConfig(
+        source=source,
+        inputs=(str(path),),
+        scenes=None,
+        per_scene=30,
+        conditions=_conditions(source),
+    )
     generate_dataset(config, tmp_path / "ds")
     root = tmp_path / "ds"
     episodes = [ep for s in SPLITS for ep in _episodes(root, s)]

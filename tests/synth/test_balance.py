@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
+from types import SimpleNamespace
+from typing import Any
 
-from condvln.synth.balance import GROUP, _excess, _Tally
+import numpy as np
+
+from condvln.program.ast import Exists
+from condvln.synth.balance import GROUP, _excess, _keep_promises, _Tally
 
 
 def test_skew_is_the_same_in_every_key_order() -> None:
@@ -24,3 +30,55 @@ def test_skew_is_the_same_in_every_key_order() -> None:
     plain = {sum(excesses[k] for k in order) for order in orders}
     assert len(plain) > 1  # the case has teeth: naive sums disagree in the last bit
     assert {tally.skew(order) for order in orders} == {math.fsum(excesses)}
+
+
+def test_a_drop_is_refused_only_when_it_breaks_the_promise() -> None:
+    """The guard of promise keeping (:func:`~condvln.synth.balance._keep_promises`): a drop
+    goes through unless it takes a group beyond max(3, 0.2 n) from 10 uses on, or further
+    beyond it; a refused drop leaves the counts alone."""
+    lean = ("#seen", "exists", "book", "office")  # 7 true / 4 false: within max(3, 2.2)
+    even = ("#seen", "exists", "vase", "office")  # 6 / 6
+    items = [[(lean, True)]] * 7 + [[(lean, False)]] * 4 + [[(even, True)]] * 6
+    items += [[(even, False)]] * 6
+    tally = _Tally(items)
+    assert tally.drop_unless_breaking([17])  # even 6 / 5: fine
+    assert not tally.drop_unless_breaking([7])  # lean 7 / 3 of 10: 4 > max(3, 2)
+    assert tally.counts == [4, 7, 5, 6]  # the refused drop left the counts alone
+    assert tally.drop_unless_breaking([0])  # lean 6 / 4: closer
+    assert tally.drop_unless_breaking([16, 15])  # even 6 / 3 of 9: below 10 uses, no promise
+
+
+def _row(truth: bool, other: str, row: int) -> list[Any]:
+    """One row of a two-leaf cell (what promise keeping reads of an instance): leaf 0 asks
+    whether the office has a book (``truth``), leaf 1 asks about ``other``."""
+    bucket = SimpleNamespace(key="simple/in_room/visible/h0", category="simple", composition="")
+    asks = [(Exists("book", "office"), truth), (Exists(other, "office"), row % 2 == 0)]
+    return [
+        SimpleNamespace(
+            bucket=bucket,
+            gold_leaf=leaf,
+            n_leaves=2,
+            resolution=SimpleNamespace(condition_truths=(condition,)),
+            reference_room="r",
+            leaf_rooms=(),
+            start_room=None,
+        )
+        for leaf, condition in enumerate(asks)
+    ]
+
+
+def test_broken_promises_are_repaired_by_whole_rows() -> None:
+    """A group at 9 true / 3 false (beyond max(3, 0.2 n)) loses rows holding its true until it
+    is within, and each drop is a whole row (both leaves)."""
+    items = [i for k in range(9) for i in _row(True, f"vase {k % 3}", k)]
+    items += [i for k in range(3) for i in _row(False, f"vase {k % 3}", k)]
+    labels = ["seen"] * len(items)
+    untouched, _ = _keep_promises(items, labels, np.random.default_rng(0), {})
+    assert untouched == items  # 24 instances: below MIN_REPAIRED, left alone
+    kept, kept_labels = _keep_promises(items, labels, np.random.default_rng(0), {}, min_size=0)
+    books = Counter(
+        t for i in kept for c, t in i.resolution.condition_truths if c.category == "book"
+    )
+    assert books[True] - books[False] == 3 and books[False] == 3  # 6 / 3: max(3, 1.8)
+    assert Counter(i.gold_leaf for i in kept) == {0: 9, 1: 9}  # whole rows went
+    assert kept_labels == ["seen"] * len(kept)

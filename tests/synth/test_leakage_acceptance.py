@@ -98,9 +98,8 @@ def test_truths_are_balanced_per_group_and_type(benchmark_dataset: Path) -> None
     """#14 item 2, per split group (issue 26: balancing over the whole dataset made the splits
     lean opposite ways): every condition group used ≥ 10 times in a split group has
     |true − false| ≤ max(3, 0.2 n) (a majority share of at most 0.6 once n ≥ 15), and each
-    condition type pooled has |true − false| ≤ max(6, 0.02 n): the balancing slack max(2,
-    0.02 n) plus the few rows the workload matching after the last trim moves blind to truths
-    (on the default data 7 / 4 of 11 in a group, 12 / 18 for higher-than in val_unseen)."""
+    condition type pooled has |true − false| ≤ max(6, 0.02 n) (docs/datasets.md): the balancing
+    slack plus what the last workload matching may move (it drops no row that adds skew)."""
     used_groups = 0
     for name, episodes in _split_groups(benchmark_dataset).items():
         labelled = labelled_conditions(episodes)

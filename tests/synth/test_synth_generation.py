@@ -115,7 +115,8 @@ def test_balanced_buckets_and_a_constant_branch_scores_chance(sampled) -> None:
     for leaf, row in report["constant_branch"].items():
         assert abs(row["accuracy"] - row["chance"]) <= 0.02, leaf
     assert abs(report["nearest_gold_rate"] - report["nearest_gold_chance"]) <= 0.05
-    assert all(g["majority_share"] <= 0.6 for g in report["most_skewed"])
+    for g in report["most_skewed"]:  # the acceptance rule: a majority ≤ 0.6 once n ≥ 15
+        assert abs(g["true"] - g["false"]) <= max(3, 0.2 * (g["true"] + g["false"])), g
     for kind, row in report["truth_types"].items():
         assert abs(row["true_share"] - 0.5) <= 0.03, kind
 

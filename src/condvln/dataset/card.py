@@ -114,8 +114,9 @@ UNSEEN_SPLITS = ("val_unseen", "test")
 """The splits of unseen houses, on which ``condvln audit --leakage`` judges the blind probes."""
 
 SAFE_SIZE = "--scenes 80 --per-scene 50"
-"""The smallest procedural size measured to keep every blind probe within the audit's overall
-limit over three seeds (``benchmarks/bench_leakage_grid.py``; the default benchmark's size)."""
+"""The default benchmark's size, the smallest procedural size whose unseen splits come near the
+episodes the audit needs (``benchmarks/bench_leakage_grid.py``: 958–1,192 at the default
+unseen share over three seeds, 1,797 at the benchmark's half unseen)."""
 
 
 def _resolution_warning(evaluated: int) -> list[str]:
@@ -127,7 +128,7 @@ def _resolution_warning(evaluated: int) -> list[str]:
     return [
         f"val_unseen + test hold {evaluated} episodes, under the {needed} needed to tell a "
         f"±{Tolerances().overall:g} pp leak from noise: the leakage audit can only judge "
-        f"blind probes to ±{margin:.1f} pp here (smallest size measured safe: {SAFE_SIZE})"
+        f"blind probes to ±{margin:.1f} pp here (the benchmark's size: {SAFE_SIZE})"
     ]
 
 

@@ -43,6 +43,7 @@ from condvln.parallel.executors import Executor, ordered_map
 from condvln.scene.identity import first_of_each, scene_fingerprint
 from condvln.scene.serialize import scene_to_json
 from condvln.synth.driver import GENERATION_GRID, success_radius
+from condvln.synth.informative import ConditionConfig
 from condvln.synth.pipeline import (
     SceneSpec,
     SynthesisResult,
@@ -86,6 +87,8 @@ class GenerateConfig(BaseModel):
             workload for every Table-1 category; 2 and 3 only where a shape fits the word
             limit, so the categories' workloads then differ).
         relations: Predicate thresholds.
+        conditions: Which conditions are worth asking: the presence band and the related
+            objects of relations (:class:`~condvln.synth.informative.ConditionConfig`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -105,6 +108,7 @@ class GenerateConfig(BaseModel):
     step_budget_per_target: int = Field(TURN_ALLOWANCE, ge=0)
     branch_steps: tuple[Annotated[int, Field(ge=1, le=3)], ...] = Field(BRANCH_STEPS, min_length=1)
     relations: RelationConfig = RelationConfig()
+    conditions: ConditionConfig = ConditionConfig()
 
     def config_hash(self) -> str:
         """First 16 hex digits of the SHA-256 of the canonical JSON."""
@@ -364,6 +368,7 @@ def _synthesize(
         workers=workers,
         counterfactual_share=config.counterfactual_share,
         relation_config=config.relations,
+        condition_config=config.conditions,
         radii=(config.multi_room_radius, config.single_room_radius),
         on_scene_done=tick("sampling", len(specs)),
         strata=[groups[i] for i in range(len(specs))],

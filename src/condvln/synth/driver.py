@@ -16,6 +16,7 @@ from condvln.graph import RelationConfig, SceneGraph, build_scene_graph
 from condvln.nav import GridConfig, GridNavigator
 from condvln.scene.model import Scene
 from condvln.synth.groups import GroupStats
+from condvln.synth.informative import ConditionConfig
 from condvln.synth.sampler import (
     Bucket,
     Instance,
@@ -52,12 +53,14 @@ def scene_context(
     groups: GroupStats | None = None,
     graph: SceneGraph | None = None,
     nav: GridNavigator | None = None,
+    conditions: ConditionConfig | None = None,
 ) -> SceneContext:
     """What :func:`synthesize` samples ``scene`` with: its graph (``graph`` when given, built
-    with ``relation_config``), a navigator at :data:`GENERATION_GRID` (``nav`` when given)
-    and the run's condition-group counts."""
+    with ``relation_config``), a navigator at :data:`GENERATION_GRID` (``nav`` when given),
+    the run's condition-group counts and which conditions are worth asking."""
     graph = graph or build_scene_graph(scene, relation_config)
-    return SceneContext(graph, nav or GridNavigator(scene, config=GENERATION_GRID), groups)
+    nav = nav or GridNavigator(scene, config=GENERATION_GRID)
+    return SceneContext(graph, nav, groups, conditions)
 
 
 def synthesize(  # long: the docstring documents each of its eleven arguments

@@ -5,8 +5,9 @@ scene order into :class:`GroupStats`): for presence groups ``("exists", category
 each uniquely typed room counts once per category of its house — true when the room holds the
 category, false when only another room does (exactly the false conditions the sampler may
 ask); for relation groups ``(predicate, subject category, target category)`` every ordered pair
-of same-room objects of two categories counts once per decided predicate, where above / below
-are only considered between an object and a receptacle it can rest on
+of same-room objects of two categories the sampler may relate
+(:func:`~condvln.synth.informative.relatable`) counts once per decided predicate, where
+above / below are only considered between an object and a receptacle it can rest on
 (:func:`~condvln.synth.priors.can_stack`).
 
 The sampler then asks only groups whose truth varies (:meth:`GroupStats.usable`) and picks among
@@ -31,6 +32,7 @@ import numpy as np
 from condvln.graph import SEMANTIC_PREDICATES, SceneGraph
 from condvln.program.interpret import rooms_of_type
 from condvln.program.render import renderable_name
+from condvln.synth.informative import ConditionConfig, relatable
 from condvln.synth.priors import GroupKey, can_stack
 
 MIN_SHARE = 0.15
@@ -94,8 +96,13 @@ def relation_allowed(predicate: str, subject: str, target: str) -> bool:
     return True
 
 
-def scene_group_counts(graph: SceneGraph) -> Counter[tuple[GroupKey, bool]]:
-    """Truth counts of every presence and relation group one scene can ask."""
+def scene_group_counts(
+    graph: SceneGraph, conditions: ConditionConfig | None = None
+) -> Counter[tuple[GroupKey, bool]]:
+    """Truth counts of every presence and relation group one scene can ask (relations only
+    between the objects ``conditions`` lets the sampler relate,
+    :func:`~condvln.synth.informative.relatable`)."""
+    conditions = conditions or ConditionConfig()
     counts: Counter[tuple[GroupKey, bool]] = Counter()
     scene = graph.scene
     house = {o.category for o in scene.objects() if renderable_name(o.category)}
@@ -112,10 +119,11 @@ def scene_group_counts(graph: SceneGraph) -> Counter[tuple[GroupKey, bool]]:
         code = np.array([names.index(c) for c in categories])
         ok = np.array([renderable_name(c) for c in names])[code]
         pair = (code[:, None] != code[None, :]) & ok[:, None] & ok[None, :]
+        related = relatable(graph, room.id, conditions)
         for p, predicate in enumerate(SEMANTIC_PREDICATES):
             truths = relations.truths[p]
             for value in (0, 1):
-                rows, cols = np.nonzero(pair & (truths == value))
+                rows, cols = np.nonzero(pair & related[p] & (truths == value))
                 pairs = zip(code[rows].tolist(), code[cols].tolist(), strict=True)
                 for key, n in Counter(pairs).items():
                     s, t = names[key[0]], names[key[1]]

@@ -29,6 +29,7 @@ from condvln.scene.sources import SOURCES, load
 from condvln.synth.balance import balance, balance_report
 from condvln.synth.driver import scene_context, success_radius, synthesize
 from condvln.synth.groups import GroupStats, scene_group_counts
+from condvln.synth.informative import ConditionConfig
 from condvln.synth.sampler import BRANCH_STEPS, Instance, SceneContext, all_buckets
 from condvln.synth.shapes import SKELETONS
 from condvln.synth.workload import beyond_limits, excess, off_target
@@ -243,17 +244,25 @@ def _one_run() -> Iterator[str]:
         _PREPARED.clear()
 
 
-def _context(entry: _Prepared, groups: GroupStats | None) -> SceneContext:
-    """The entry's sampling context for ``groups`` (its navigator kept whatever the groups)."""
-    if entry.context is None or entry.context.groups != groups:
-        nav = entry.context.nav if entry.context is not None else None
-        entry.context = scene_context(entry.scene, groups=groups, graph=entry.graph, nav=nav)
+def _context(
+    entry: _Prepared, groups: GroupStats | None, conditions: ConditionConfig
+) -> SceneContext:
+    """The entry's sampling context for ``groups`` and ``conditions`` (its navigator kept
+    whatever they are)."""
+    context = entry.context
+    if context is None or context.groups != groups or context.conditions != conditions:
+        nav = context.nav if context is not None else None
+        entry.context = scene_context(
+            entry.scene, groups=groups, graph=entry.graph, nav=nav, conditions=conditions
+        )
         entry.memo["area"] = entry.context.nav.area
     return entry.context
 
 
-def _group_counts(args: tuple[str, SceneSpec, RelationConfig | None]) -> Counter:
-    counts = scene_group_counts(_prepared(*args).graph)
+def _group_counts(
+    args: tuple[str, SceneSpec, RelationConfig | None, ConditionConfig],
+) -> Counter:
+    counts = scene_group_counts(_prepared(*args[:3]).graph, args[3])
     _fit((args[0], args[1]))
     return counts
 
@@ -290,6 +299,7 @@ class _SceneTask:
     branch_steps: tuple[int, ...] = BRANCH_STEPS
     horizons: tuple[int, ...] | None = None
     run: str = ""
+    conditions: ConditionConfig = dataclasses.field(default_factory=ConditionConfig)
 
 
 def _synthesize_one(task: _SceneTask) -> tuple[str, list[Instance], Counter]:
@@ -311,7 +321,7 @@ def _synthesize_one(task: _SceneTask) -> tuple[str, list[Instance], Counter]:
             and (task.horizons is None or b.horizon in task.horizons)
         ],
         persistence=task.persistence,
-        context=_context(entry, task.groups),
+        context=_context(entry, task.groups, task.conditions),
     )
     instances, rejections = result.instances, result.rejections
     if task.top_up:  # minimal-pair ids restart in every round
@@ -335,6 +345,7 @@ def _stratum_groups(
     scenes: Sequence[SceneSpec],
     labels: list[str],
     relations: RelationConfig | None,
+    conditions: ConditionConfig,
     workers: int | Executor | PinnedProcesses,
     run: str,
 ) -> tuple[GroupStats | None, list[GroupStats | None]]:
@@ -348,7 +359,9 @@ def _stratum_groups(
     """
     if len(scenes) < MIN_SCENES_FOR_GROUPS:
         return None, [None] * len(scenes)
-    counts = list(ordered_map(_group_counts, [(run, spec, relations) for spec in scenes], workers))
+    counts = list(
+        ordered_map(_group_counts, [(run, spec, relations, conditions) for spec in scenes], workers)
+    )
     total = GroupStats.total(counts)
     by_label: dict[str, GroupStats] = {}
     for label in sorted(set(labels)):
@@ -372,6 +385,7 @@ def run_synthesis(  # long: the docstring states every round and every argument
     workers: int | Executor = 1,
     counterfactual_share: float = 0.2,
     relation_config: RelationConfig | None = None,
+    condition_config: ConditionConfig | None = None,
     radii: tuple[float, float] = (1.0, 0.5),
     on_scene_done: Callable[[], None] | None = None,
     strata: Sequence[str] | None = None,
@@ -393,7 +407,9 @@ def run_synthesis(  # long: the docstring states every round and every argument
     A first pass counts how often every condition group is true across the scenes
     (:class:`~condvln.synth.groups.GroupStats`), so the sampler asks only groups whose truth
     varies (with fewer than :data:`MIN_SCENES_FOR_GROUPS` scenes there is no distribution to
-    speak of: any group is asked, and only balancing evens the truths). ``strata`` (one label
+    speak of: any group is asked, and only balancing evens the truths); ``condition_config``
+    says which conditions are worth asking at all (:mod:`condvln.synth.informative`, default
+    settings when omitted). ``strata`` (one label
     per scene, e.g. its split group) makes balancing hold within each stratum, not only over
     the whole run, with group statistics of its own; ``train`` tells the instances blind probes
     learn from (:func:`~condvln.synth.balance.balance`). ``vet`` (:data:`Vet`) drops, before
@@ -410,15 +426,16 @@ def run_synthesis(  # long: the docstring states every round and every argument
     them, which keeps the scene prepared between rounds (:data:`PREPARED_MEMORY`).
     """
     # each scene's rounds in one process, which keeps the scene prepared between them
+    conditions = condition_config or ConditionConfig()
     with pinned(workers) as processes, _one_run() as token:
         labels = list(strata) if strata is not None else [""] * len(scenes)
         groups, per_scene_groups = _stratum_groups(
-            scenes, labels, relation_config, processes, token
+            scenes, labels, relation_config, conditions, processes, token
         )
         template = _SceneTask(
             scenes[0] if scenes else SceneSpec("procedural", "0"),
             seed, 0, 0, per_scene, counterfactual_share, relation_config, radii, None, vet=vet,
-            branch_steps=branch_steps, run=token,
+            branch_steps=branch_steps, run=token, conditions=conditions,
         )  # fmt: skip
         shares = [0.0 if label in unpaired else counterfactual_share for label in labels]
         run = _Run(scenes, labels, per_scene_groups, template, processes, train, shares, park)

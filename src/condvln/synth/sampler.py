@@ -43,6 +43,7 @@ from condvln.program.ast import CATEGORY_SHAPES, Condition, Exists, Program, Ref
 from condvln.program.interpret import ProgramError, Resolution, ground, resolve, rooms_of_type
 from condvln.program.render import MAX_WORDS, plain_words, renderable_name
 from condvln.synth.groups import GroupStats, relation_allowed
+from condvln.synth.informative import ConditionConfig, relatable
 from condvln.synth.priors import GroupKey
 from condvln.synth.refexpr import COMPASS_QUALIFIERS, describe
 from condvln.synth.shapes import SKELETONS, Skeleton
@@ -126,6 +127,7 @@ class SceneContext:
         targets: Usable navigation targets: object id → (description, approach point).
         groups: Truth counts per condition group over the run's scenes (``None``: ask any group,
             unweighted).
+        conditions: Which conditions are worth asking (:mod:`condvln.synth.informative`).
         compass_targets: Targets only a compass qualifier describes ("north of the sink").
         sorted_targets: The target ids, sorted; ``plain_targets`` those not in
             ``compass_targets``.
@@ -134,11 +136,16 @@ class SceneContext:
     """
 
     def __init__(
-        self, graph: SceneGraph, nav: GridNavigator, groups: GroupStats | None = None
+        self,
+        graph: SceneGraph,
+        nav: GridNavigator,
+        groups: GroupStats | None = None,
+        conditions: ConditionConfig | None = None,
     ) -> None:
         self.graph = graph
         self.nav = nav
         self.groups = groups
+        self.conditions = conditions or ConditionConfig()
         self.scene = graph.scene
         self.descriptions = {o.id: _nameable(describe(graph, o.id)) for o in self.scene.objects()}
         self.targets: dict[str, tuple[Ref, Vec3]] = {}
@@ -232,10 +239,15 @@ class SceneContext:
         return np.linalg.norm(points[:, None, :] - points[None, :, :], axis=2)
 
     def asks(self, key: GroupKey) -> bool:
-        """Whether conditions of this group may be asked (its truth varies across scenes)."""
+        """Whether conditions of this group may be asked: presence in the informative band or a
+        relation worth asking (:func:`~condvln.synth.groups.relation_allowed`), its truth
+        varying across scenes."""
         asked = self._asked.get(key)
         if asked is None:
-            allowed = key[0] == "exists" or relation_allowed(*key)
+            if key[0] == "exists":
+                allowed = self.conditions.presence_informative(key[1], key[2])
+            else:
+                allowed = relation_allowed(*key)
             asked = self._asked[key] = allowed and (self.groups is None or self.groups.usable(key))
         return asked
 
@@ -251,16 +263,18 @@ class SceneContext:
         """The room's decided semantic facts worth asking, computed once per room.
 
         Each is ``(subject, target, predicate, truth, group, plain)``: both objects describable,
-        neither description leaning on the other's category, the group askable (:meth:`asks`);
+        neither description leaning on the other's category, the two objects related
+        (:func:`~condvln.synth.informative.relatable`), the group askable (:meth:`asks`);
         ``plain`` when neither description has a qualifier.
         """
         if room_id in self._facts:
             return self._facts[room_id]
         relations = self.graph.relations(room_id)
         ids = relations.object_ids
+        related = relatable(self.graph, room_id, self.conditions)
         facts = []
         for p, predicate in enumerate(SEMANTIC_PREDICATES):
-            rows, cols = np.nonzero(relations.truths[p] < 2)
+            rows, cols = np.nonzero((relations.truths[p] < 2) & related[p])
             for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
                 a, b = self.descriptions[ids[i]], self.descriptions[ids[j]]
                 if i == j or a is None or b is None or not _independent(a, b):
@@ -397,11 +411,16 @@ def _draw(
     """Index of the candidate to ask, or ``Rejected`` (the attempt starts over; with reason
     ``missing`` when no candidate has the wanted truth).
 
-    Equivalent to drawing one candidate uniformly regardless of truth and keeping it when its
-    truth is the wanted one with probability :func:`_acceptance` — which asks every group as
-    often true as false — but ``1 / ROOM_ACCEPT`` times less often rejected: the room is kept
-    with probability ``min(1, Z / ROOM_ACCEPT)`` (``Z`` the single draw's success probability),
-    then a candidate is drawn among the kept ones.
+    Like drawing one candidate uniformly regardless of truth and keeping it when its truth is
+    the wanted one with probability :func:`_acceptance` — which asks every group as often true
+    as false — but ``1 / ROOM_ACCEPT`` times less often rejected: the room is kept with
+    probability ``min(1, Z / ROOM_ACCEPT)`` (``Z`` the single draw's success probability), then
+    a candidate is drawn among the kept ones. That is exact only while ``Z ≤ ROOM_ACCEPT``:
+    a room with a larger ``Z`` (few candidates, most of the wanted truth) is kept every time
+    instead of ``Z / ROOM_ACCEPT`` times as often as the others, so its candidates' groups are
+    asked less often with that truth. ``ROOM_ACCEPT = 1`` would be exact at about 2.5 times the
+    generation time; balancing evens the truths instead (:func:`~condvln.synth.balance.
+    balance`).
     """
     weights = np.array(
         [
