@@ -122,8 +122,10 @@ def _same(a: Path, b: Path, root_a: str, root_b: str) -> bool:
 
 
 def _unrooted(data: bytes, root: str) -> bytes:
-    """``data`` with the results folder's path, then its name (report titles), as ``ROOT``."""
-    return data.replace(root.encode(), b"ROOT").replace(Path(root).name.encode(), b"ROOT")
+    """``data`` with the results folder's path, and its name in report titles, as ``ROOT``
+    (only there: a folder named ``results`` must not rename the word elsewhere)."""
+    title = f"CondVLN report: {Path(root).name}".encode()
+    return data.replace(root.encode(), b"ROOT").replace(title, b"CondVLN report: ROOT")
 
 
 def _root(folder: Path) -> str:

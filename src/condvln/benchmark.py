@@ -37,7 +37,7 @@ from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.errors import ConfigError
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.io import atomic_write_bytes, output_lock, output_path, read_json
-from condvln.parallel.executors import Executor, one_ray_session
+from condvln.parallel.executors import Executor, PinnedProcesses, one_ray_session, pinned
 from condvln.provenance import provenance
 from condvln.scene.sources.ithor import ROOM_KINDS, SCENES_PER_KIND
 from condvln.vlnce import SPLITS, load_split
@@ -267,12 +267,13 @@ def _benchmark(
     records: dict[str, list[dict[str, Any]]] = {spec.name: [] for spec in runs}
     summaries: dict[str, dict[str, Any]] = {g.name: {} for g in groups}
     notes: dict[str, str] = {}  # per group: how nDTW was computed (the same for every run)
-    context = _RunContext(out, split, executor, protocol, options, progress)
-    for spec in runs:
-        for group, (dataset, _) in zip(groups, datasets, strict=True):
-            result, summary, notes[group.name] = _run_and_score(spec, group, dataset, context)
-            records[spec.name] += result["records"]
-            summaries[group.name][spec.name] = summary
+    with pinned(executor) as scorers:  # each scene scored on one process, its fields kept
+        context = _RunContext(out, split, executor, scorers, protocol, options, progress)
+        for spec in runs:
+            for group, (dataset, _) in zip(groups, datasets, strict=True):
+                result, summary, notes[group.name] = _run_and_score(spec, group, dataset, context)
+                records[spec.name] += result["records"]
+                summaries[group.name][spec.name] = summary
     tables = _write_tables(out, groups, datasets, runs, records, notes)
     common = {
         "condvln_version": __version__,
@@ -292,6 +293,7 @@ class _RunContext:
     out: Path
     split: str
     executor: Executor
+    scorers: int | Executor | PinnedProcesses
     protocol: Mapping[str, Any] | None
     options: MetricOptions
     progress: Progress | None
@@ -325,7 +327,7 @@ def _run_and_score(
         split=ctx.split,
         options=ctx.options,
         run_name=spec.name,
-        executor=ctx.executor,
+        executor=ctx.scorers,
     )
     if scored is not None:
         scored()

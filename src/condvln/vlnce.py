@@ -19,7 +19,7 @@ imports another to find a split file.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +106,18 @@ def load_scene_index(root: str | os.PathLike[str]) -> dict[str, str]:
     return index
 
 
+def scene_relative(episode: Mapping[str, Any], index: Mapping[str, str]) -> str:
+    """The dataset-relative scene JSON ``episode`` names (unchecked; see
+    :func:`scene_json_path`): episodes naming the same one share its checked path."""
+    info = episode.get("info")
+    condvln = info.get("condvln") if isinstance(info, Mapping) else None
+    relative = condvln.get("scene_file") if isinstance(condvln, Mapping) else None
+    if not isinstance(relative, str):
+        scene_id = str(episode.get("scene_id"))
+        relative = index.get(scene_id, scene_id)
+    return relative
+
+
 def scene_json_path(
     root: str | os.PathLike[str], episode: dict[str, Any], index: dict[str, str]
 ) -> Path:
@@ -115,12 +127,7 @@ def scene_json_path(
     Raises:
         FormatError: When the path leaves the dataset folder.
     """
-    info = episode.get("info")
-    condvln = info.get("condvln") if isinstance(info, dict) else None
-    relative = condvln.get("scene_file") if isinstance(condvln, dict) else None
-    if not isinstance(relative, str):
-        scene_id = str(episode.get("scene_id"))
-        relative = index.get(scene_id, scene_id)
+    relative = scene_relative(episode, index)
     where = {"record": f"episode {episode.get('episode_id')}", "field": "info.condvln.scene_file"}
     base = resolve_path(Path(root), **where)
     path = resolve_path(base / relative, **where)

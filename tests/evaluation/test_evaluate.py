@@ -18,16 +18,19 @@ import pytest
 from rich.console import Console
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
+from condvln.dataset.schema import load_checked_split
 from condvln.errors import ConfigError, FormatError
+from condvln.evaluation import evaluate as evaluate_module
 from condvln.evaluation import specs
 from condvln.evaluation.evaluate import evaluate_run, load_split_episodes, render_summary
 from condvln.evaluation.predictions import read_predictions
 from condvln.evaluation.specs import MetricSpec
 from condvln.evaluation.tables import FAILURE_CATEGORIES, table2, table3, terminal_tables
 from condvln.nav import GridNavigator
+from condvln.parallel.executors import PinnedProcesses
 from condvln.registry import Registry
 from condvln.scene.serialize import load_scene
-from condvln.vlnce import dump_gz, split_path
+from condvln.vlnce import dump_gz, load_scene_index, scene_json_path, split_path
 
 SPLIT = "train"
 Episode = dict[str, Any]
@@ -222,6 +225,36 @@ def test_formats_agree_and_output_is_deterministic(
     mb = json.loads((tmp_path / "b" / "metrics.json").read_text())
     del ma["metrics"]["cancelling_turns"], mb["metrics"]["cancelling_turns"]
     assert ma == mb
+
+
+def test_pinned_scoring_keeps_geodesics_and_the_same_bytes(
+    dataset: Path, episodes: list[Episode], tmp_path: Path
+) -> None:
+    paths = _perfect(episodes)
+    paths[episodes[0]["episode_id"]] = [episodes[0]["start_position"]] * 3
+    file = _write_jsonl(tmp_path / "a.jsonl", paths)
+    evaluate_run(dataset, file, tmp_path / "one", split=SPLIT, run_name="run")
+    with PinnedProcesses(2) as processes:  # two runs on the same processes, as the benchmark
+        for name in ("p1", "p2"):
+            evaluate_run(
+                dataset, file, tmp_path / name, split=SPLIT, run_name="run", executor=processes
+            )
+    for name in ("episodes.jsonl", "metrics.json", "table2.md", "table3.csv"):
+        one = (tmp_path / "one" / name).read_bytes()
+        assert one == (tmp_path / "p1" / name).read_bytes() == (tmp_path / "p2" / name).read_bytes()
+    # a process keeps a scene's geodesics until the scene file changes
+    scene = tmp_path / "scene.json"
+    checked = load_checked_split(dataset, SPLIT)
+    assert checked.scene_files == [
+        scene_json_path(dataset, e, load_scene_index(dataset)) for e in checked.episodes
+    ]
+    shutil.copy(checked.scene_files[0], scene)
+    kept = evaluate_module._scene_geodesic(scene)
+    assert evaluate_module._scene_geodesic(scene) is kept
+    scene.write_bytes(scene.read_bytes() + b" ")
+    assert evaluate_module._scene_geodesic(scene) is not kept
+    with pytest.raises(FormatError, match=r"missing\.json"):
+        evaluate_module._scene_geodesic(tmp_path / "missing.json")
 
 
 def test_wrong_branch_agent(dataset: Path, episodes: list[Episode], tmp_path: Path) -> None:

@@ -467,6 +467,48 @@ def test_else_after_nested_then_restates_the_condition() -> None:
         assert any(n in text for n in negations), text
 
 
+def _first_words(template: str, **slots: str) -> str:
+    """The text of ``template`` up to its ``{else}`` slot, with ``slots`` filled in."""
+    return template[: template.index("{else}")].format(**slots)
+
+
+def test_nested_then_arm_said_after_the_else_arm() -> None:
+    kettle, mug, lamp = (
+        Exists("kettle", "kitchen"),
+        Exists("mug", "kitchen"),
+        Exists("lamp", "hall"),
+    )
+    inner = If(lamp, (Go(Ref("sofa")),), (Go(Ref("bed")),))
+    deep = Program(
+        (If(kettle, (If(mug, (inner,), (Go(Ref("desk")),)),), (Go(Ref("tv", "hall")),)),)
+    )
+    heads = {_first_words(t, neg="").split()[0] for t in TEMPLATES.if_not_first}
+    for seed in range(30):
+        text = render(deep, seed)
+        lower = text.lower()
+        assert parse(text) == deep, text
+        # the outer else-arm first, after the negated condition; the nested one after it
+        assert lower.split()[0] in heads and lower.index("kettle") < lower.index("tv"), text
+        assert lower.index("tv") < lower.index("mug") < lower.index("desk"), text
+        assert lower.index("desk") < lower.index("sofa"), text
+        # the else-arm named the hall, so the check of the kitchen names its room again
+        assert lower.count("kitchen") == 2, text
+    no_room = Program(
+        (If(kettle, (If(mug, (Go(Ref("sofa")),), (Go(Ref("bed")),)),), (Go(Ref("tv")),)),)
+    )
+    texts = [render(no_room, seed) for seed in range(20)]
+    assert {parse(t) for t in texts} == {no_room}
+    assert all(t.lower().count("kitchen") == 1 for t in texts), texts  # "it also has a mug"
+    # both arms holding a conditional: said then-arm first, with the restated negation
+    then = If(mug, (Go(Ref("chair")),), (Go(Ref("desk")),))
+    both = Program((If(kettle, (then,), (inner,)),))
+    for seed in range(10):
+        text = render(both, seed)
+        assert parse(text) == both and text.index("chair") < text.index("lamp"), text
+    # the sampler's plain count says it then-arm first: the wording never changes admission
+    assert plain_words(deep) > compact_words(deep)
+
+
 def test_sentences_capitalised() -> None:
     for program in category_programs()["nested_chain"]:
         text = render(program, 5)

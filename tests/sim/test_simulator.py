@@ -248,6 +248,12 @@ def test_map_view_exposes_geometry_only(hall: Simulator) -> None:
     assert view.approach((8.0, 0.5, 5.0), (1.0, 1.0, 1.0)) is not None
     dists = view.distances_from((5.0, 0.0, 5.0), [(5.0, 0.0, 6.0), (12.0, 0.0, 5.0)])
     assert dists[0] == pytest.approx(1.0, abs=0.05) and dists[1] is None
+    # coverage waypoints are computed once per scene and spacing; callers get their own list
+    first = view.coverage_waypoints()
+    first.clear()
+    assert view.coverage_waypoints() == MapView(hall.navigator).coverage_waypoints() != []
+    assert view.coverage_waypoints(1.0) == MapView(hall.navigator).coverage_waypoints(1.0)
+    assert len(view.coverage_waypoints(1.0)) > len(view.coverage_waypoints())
 
 
 def test_map_view_room_index_matches_the_grid_cells(hall: Simulator) -> None:

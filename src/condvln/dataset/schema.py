@@ -31,7 +31,7 @@ from typing import Any
 
 from condvln.errors import FormatError
 from condvln.io import LIMITS, check_regular_file, inside, read_json
-from condvln.vlnce import load_scene_index, load_split, scene_json_path, split_path
+from condvln.vlnce import load_scene_index, load_split, scene_json_path, scene_relative, split_path
 
 Problem = tuple[str, str]
 """``(field, message)``."""
@@ -352,11 +352,13 @@ class CheckedSplit:
         doc: The split document as read.
         episodes: Its episodes; for ``test`` merged with their answers (goals, path, info).
         file: The split file.
+        scene_files: Each episode's scene JSON, checked (inside the dataset, a regular file).
     """
 
     doc: dict[str, Any]
     episodes: list[dict[str, Any]]
     file: Path
+    scene_files: list[Path]
 
 
 def load_checked_split(root: str | Path, split: str, *, labels: bool = True) -> CheckedSplit:
@@ -375,7 +377,8 @@ def load_checked_split(root: str | Path, split: str, *, labels: bool = True) -> 
         if not isinstance(answers, Mapping):
             raise FormatError("must be an object {episode_id: answer}", file=str(answers_file))
     scene_index = load_scene_index(root)
-    episodes, seen = [], set()
+    episodes, seen, scene_files = [], set(), []
+    checked: dict[str, Path] = {}  # relative scene JSON → its checked path (once per scene)
     for index, ep in enumerate(doc["episodes"]):
         eid = ep.get("episode_id", f"#{index}") if isinstance(ep, Mapping) else f"#{index}"
         record = f"episode {eid}"
@@ -399,9 +402,12 @@ def load_checked_split(root: str | Path, split: str, *, labels: bool = True) -> 
                 **ep,
                 **{k: answer[k] for k in ("goals", "reference_path", "info") if k in answer},
             }
-        _scene_json(root, ep, scene_index, str(file), record)
+        relative = scene_relative(ep, scene_index)
+        if relative not in checked:
+            checked[relative] = _scene_json(root, ep, scene_index, str(file), record)
+        scene_files.append(checked[relative])
         episodes.append(ep)
-    return CheckedSplit(doc, episodes, file)
+    return CheckedSplit(doc, episodes, file, scene_files)
 
 
 def _scene_json(

@@ -56,7 +56,8 @@ import hashlib
 import itertools
 import platform
 import sys
-from collections import Counter
+import zlib
+from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -96,7 +97,7 @@ from condvln.evaluation.tables import (
 from condvln.io import atomic_write_bytes, dumps_json, output_lock, output_path, read_json
 from condvln.nav import ExactField, ExactNavigator, GridConfig, Unreachable
 from condvln.nav._visibility import metric_rows
-from condvln.parallel.executors import Executor, ordered_map
+from condvln.parallel.executors import Executor, PinnedProcesses, ordered_map
 from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
 from condvln.scene.model import Scene
@@ -107,6 +108,7 @@ from condvln.vlnce import (
     load_scene_index,
     load_split,
     scene_json_path,
+    scene_relative,
     split_path,
 )
 
@@ -139,6 +141,11 @@ path reached in order and the gold goal reached), so a pair counts when both mem
 
 NAV_CONFIG = GridConfig()
 """Navigator settings for scoring: snapping (``max_snap``) as generation."""
+
+GEODESIC_CACHE = 32
+"""Scenes whose :class:`SceneGeodesic` a process keeps between scoring tasks (most recently
+used first): evaluations of several runs on pinned processes (``condvln benchmark``) solve
+each goal's exact field once, not once per run."""
 
 EXTRA_IDS_LISTED = 100
 """At most this many extra episode ids are listed in ``metrics.json`` (all are counted)."""
@@ -347,19 +354,26 @@ def score_split(
     split: str,
     options: MetricOptions = DEFAULT_OPTIONS,
     locations: Mapping[str, Any] | None = None,
-    executor: int | Executor = 1,
+    executor: int | Executor | PinnedProcesses = 1,
 ) -> list[Record]:
     """One record per episode, in dataset order (missing predictions: invalid records).
 
     ``locations`` are the ground-truth locations by episode id (:func:`~.reference.gt_locations`;
     ``None`` reads them from the dataset). Episodes are scored scene by scene (one task per scene
-    on ``executor``), so one navigator is alive at a time per worker.
+    on ``executor``; on :class:`PinnedProcesses` a scene always on the same process, which
+    keeps its geodesics for the next run, see :data:`GEODESIC_CACHE`).
     """
     if locations is None:
         locations, _ = gt_locations(dataset_dir, split)
     records: list[Record | None] = [None] * len(episodes)
     index = load_scene_index(dataset_dir)
-    files = [scene_json_path(dataset_dir, dict(ep), index) for ep in episodes]
+    paths: dict[str, Path] = {}  # relative scene JSON → its path (resolved once per scene)
+    files = []
+    for ep in episodes:
+        relative = scene_relative(ep, index)
+        if relative not in paths:
+            paths[relative] = scene_json_path(dataset_dir, dict(ep), index)
+        files.append(paths[relative])
     order = sorted(range(len(episodes)), key=lambda i: files[i])
     groups, tasks = [], []
     for scene_file, group in itertools.groupby(order, key=lambda i: files[i]):
@@ -378,19 +392,44 @@ def score_split(
                 locations,
             )
         )
-    for indices, scored in zip(groups, ordered_map(_score_scene, tasks, executor), strict=True):
+    scored_scenes = ordered_map(_score_scene, tasks, executor, key=_scene_task_key)
+    for indices, scored in zip(groups, scored_scenes, strict=True):
         for i, record in zip(indices, scored, strict=True):
             records[i] = record
     return [r for r in records if r is not None]
 
 
-def _score_scene(
-    task: tuple[Path, Path, list[Mapping[str, Any]], Predictions, str, MetricOptions, Any],
-) -> list[Record]:
+_ScoreTask = tuple[Path, Path, list[Mapping[str, Any]], Predictions, str, MetricOptions, Any]
+_GEODESICS: OrderedDict[tuple[str, int, int], SceneGeodesic] = OrderedDict()
+
+
+def _scene_task_key(task: _ScoreTask) -> int:
+    """The pinned process of a scene's task: a stable hash of its scene file."""
+    return zlib.crc32(str(task[1]).encode())
+
+
+def _scene_geodesic(scene_file: Path) -> SceneGeodesic:
+    """The scene's :class:`SceneGeodesic`, kept for the process's next tasks (the file's
+    size and modification time are part of the key, so a rewritten scene is loaded again)."""
+    try:
+        stat = scene_file.stat()
+    except OSError:
+        return SceneGeodesic(scene_file)  # the loader says what is wrong with the file
+    key = (str(scene_file), stat.st_mtime_ns, stat.st_size)
+    geodesic = _GEODESICS.get(key)
+    if geodesic is None:
+        geodesic = _GEODESICS[key] = SceneGeodesic(scene_file)
+        while len(_GEODESICS) > GEODESIC_CACHE:
+            _GEODESICS.popitem(last=False)
+    _GEODESICS.move_to_end(key)
+    return geodesic
+
+
+def _score_scene(task: _ScoreTask) -> list[Record]:
     """The records of one scene's episodes (an executor task)."""
     dataset_dir, scene_file, episodes, predictions, split, options, locations = task
     try:
-        geodesic = SceneGeodesic(scene_file) if predictions else None
+        geodesic = _scene_geodesic(scene_file) if predictions else None
     except FormatError as exc:
         raise exc.with_file(str(scene_file)) from None
     records = []
@@ -759,7 +798,7 @@ def evaluate_run(
     seed: int = 0,
     options: MetricOptions = DEFAULT_OPTIONS,
     run_name: str | None = None,
-    executor: int | Executor = 1,
+    executor: int | Executor | PinnedProcesses = 1,
     shard: Shard | None = None,
 ) -> Record:
     """Score a predictions file against a dataset split and write the output folder.
@@ -774,7 +813,8 @@ def evaluate_run(
         seed: bootstrap seed of the confidence intervals.
         options: metric conventions.
         run_name: row name in the tables (default: :func:`run_name_of`).
-        executor: where scenes are scored (processes or Ray; one task per scene).
+        executor: where scenes are scored (processes, pinned processes or Ray; one task per
+            scene).
         shard: score only this shard of the split (``condvln merge`` joins shard folders).
 
     Returns:

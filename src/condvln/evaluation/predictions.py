@@ -83,7 +83,11 @@ def _numbers(value: Any, depth: int) -> bool:
     which numpy would turn into numbers, are not)."""
     if depth == 0:
         return type(value) in (int, float)
-    return isinstance(value, list) and all(_numbers(v, depth - 1) for v in value)
+    if not isinstance(value, list):
+        return False
+    if depth == 1:  # the innermost level without a call per number (positions are N x 3)
+        return all(type(v) in (int, float) for v in value)
+    return all(_numbers(v, depth - 1) for v in value)
 
 
 def _floats(value: Any, shape: tuple[int | None, ...], where: tuple[Path, str, str]) -> NDArray:

@@ -77,6 +77,8 @@ _RULES = {
     "horizon": "horizon",
     "if": "if_head",
     "check": "check_head",
+    "if_not_first": "if_not_first",
+    "check_not_first": "check_not_first",
     "else": "else_clause",
     "else_target": "else_target",
     "else_if": "else_if",
@@ -89,10 +91,10 @@ start: linear "."                 -> linear_program
      | top_if "."                 -> conditional_program
      | linear "." horizon "."     -> horizon_program
 linear: go | linear_first linear_then* linear_finally?
-top_if: if_head top_tail
+top_if: if_head top_tail | if_not_first
 top_tail: _sentence_separator else_part          -> tail_else
         | _sentence_separator else_if top_tail   -> tail_link
-check_if: check_head check_tail
+check_if: check_head check_tail | check_not_first
 check_tail: _clause_separator else_part          -> tail_else
           | _clause_separator else_if check_tail -> tail_link
 else_part: else_clause | else_target
@@ -286,8 +288,16 @@ class _ToProgram(Transformer[Token, Program]):
         return _Tail(negation, (node,))
 
     def top_if(self, c: list[Any]) -> If:
+        if len(c) == 1:  # said else-arm first: already an If
+            return c[0]
         head, tail = c
         return If(head.condition, head.then, _resolve(tail, head.condition))
+
+    def if_not_first(self, c: list[Any]) -> If:
+        d = _slots(c)
+        return If(d["neg"], d["then"], d["else"])
+
+    check_not_first = if_not_first
 
     check_if = top_if
 

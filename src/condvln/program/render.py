@@ -12,7 +12,13 @@ How the text reads (every choice below is a template and may be paraphrased):
 * a last else-arm of one step may name only its target ("…; otherwise, the bed"), unless the
   then-arm before it holds a conditional;
 * a conditional inside an arm reads "check whether C: if so, …; if not, …";
-* an else clause that follows a then-arm holding a conditional always restates the negated
+* a conditional whose then-arm holds a conditional and whose else-arm holds none is said
+  else-arm first, headed by its negated condition: "If the kitchen has no kettle, go to the
+  desk. Otherwise, if it has no mug, go to the bed; otherwise, …" (``if_not_first``,
+  ``check_not_first``), so nesting reads as a list of decisions and the nested arm, said last,
+  needs nothing after it; that then-arm keeps the room in focus unless the else-arm names a
+  room;
+* any other else clause that follows a then-arm holding a conditional restates the negated
   condition ("if there is no kettle in the kitchen, …", "if the lamp is not near the bed but
   …"), so a reader never has to count levels to see which test it answers;
 * navigation steps before the first decision form their own sentence ("First go to the sofa,
@@ -194,7 +200,8 @@ def _compact(program: Program, templates: Templates, rng: np.random.Generator) -
 
 def plain_words(program: Program, templates: Templates | None = None) -> int:
     """Words of the program's plain compact rendering: every construct at its shortest
-    paraphrase, every name spelt out, no verb cap, no "it also has" and no target-only else.
+    paraphrase, every name spelt out, no verb cap, no "it also has", no target-only else and
+    no else-arm said first.
 
     The sampler admits a program by this count (at most :data:`MAX_WORDS`), so the wording
     rules, which change with the templates, never change which programs are sampled; the
@@ -297,7 +304,8 @@ class _Renderer:
         plain: bool = False,
     ) -> None:
         """``slack``: pick only paraphrases at most this many words over the shortest one;
-        ``plain``: no verb cap, no room left unnamed, no target-only else (:func:`plain_words`)."""
+        ``plain``: no verb cap, no room left unnamed, no target-only else, no else-arm said
+        first (:func:`plain_words`)."""
         self.t = templates
         self.rng = rng
         self.slack = slack
@@ -421,10 +429,18 @@ class _Renderer:
     def conditional(
         self, node: If, heads: Sequence[str], separators: Sequence[str], focus: str | None = None
     ) -> str:
+        here = _in_focus(node.condition, focus)  # only the head: later links are else-arms
+        if not self.plain and _not_first(node):
+            top = heads is self.t.if_
+            template = self.pick(self.t.if_not_first if top else self.t.check_not_first)
+            return template.format(
+                neg=self.condition(node.condition, negated=True, here=here),
+                **{"else": self.arm(node.orelse)},
+                then=self.arm(node.then, _focus_after(node)),
+            )
         links = _ladder(node)
         flat = not any(_holds_if(n.then) for n in links) and not _holds_if(links[-1].orelse)
         separator = self.pick(separators if flat else separators[:1])
-        here = _in_focus(node.condition, focus)  # only the head: later links are else-arms
         text = self.pick(heads).format(
             cond=self.condition(node.condition, here=here),
             then=self.arm(node.then, _focus_of(node.condition)),
@@ -456,6 +472,19 @@ class _Renderer:
         if "{neg}" not in template:
             return ""
         return self.condition(previous.condition, negated=True, here=here)
+
+
+def _not_first(node: If) -> bool:
+    """Whether ``node`` is said else-arm first: its then-arm holds a conditional and its
+    else-arm none, so the then-arm, said last, needs no restated condition after it."""
+    return _holds_if(node.then) and not _holds_if(node.orelse)
+
+
+def _focus_after(node: If) -> str | None:
+    """The room in focus for a then-arm said after its else-arm: the condition's, unless the
+    else-arm names a room ("if not, go to the sofa in the hall. If so, … it …" is unclear)."""
+    named = any(isinstance(s, Go) and s.target.room is not None for s in node.orelse)
+    return None if named else _focus_of(node.condition)
 
 
 def _is_one_step(steps: tuple[Step, ...]) -> bool:

@@ -61,6 +61,8 @@ SLOTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "horizon": (frozenset({"if"}), frozenset()),
     "if": (frozenset({"cond", "then"}), frozenset()),
     "check": (frozenset({"cond", "then"}), frozenset()),
+    "if_not_first": (frozenset({"neg", "else", "then"}), frozenset()),
+    "check_not_first": (frozenset({"neg", "else", "then"}), frozenset()),
     "else": (frozenset({"else"}), frozenset({"neg"})),
     "else_target": (frozenset({"ref"}), frozenset()),
     "else_if": (frozenset({"cond", "then"}), frozenset({"neg"})),
@@ -110,7 +112,9 @@ class Templates(BaseModel):
     ``verbs`` are the words the renderer counts as verbs: no instruction uses one more than
     twice. ``exists_here`` / ``not_exists_here`` ask about the room in focus without naming it
     ("it also has a lamp", "there is no lamp there"); ``else_target`` names only the target of a
-    one-step else-arm ("otherwise, the sofa"); see :mod:`condvln.program.render`.
+    one-step else-arm ("otherwise, the sofa"); ``if_not_first`` / ``check_not_first`` say a
+    conditional's else-arm first, headed by the negated condition ("if there is no kettle in
+    the kitchen, …. Otherwise, …"); see :mod:`condvln.program.render`.
 
     ``held_out`` holds, per construct, paraphrases train never shows: the packaged file's lists
     are the *seen* phrasings (``phrasing="seen"``), and :meth:`with_held_out` appends the
@@ -141,6 +145,8 @@ class Templates(BaseModel):
     horizon: tuple[str, ...]
     if_: tuple[str, ...] = Field(alias="if")
     check: tuple[str, ...]
+    if_not_first: tuple[str, ...]
+    check_not_first: tuple[str, ...]
     else_: tuple[str, ...] = Field(alias="else")
     else_target: tuple[str, ...]
     else_if: tuple[str, ...]

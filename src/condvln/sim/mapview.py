@@ -42,6 +42,7 @@ class MapView:
 
     def __init__(self, navigator: GridNavigator) -> None:
         self._nav = navigator
+        self._coverage: dict[float, tuple[Vec3, ...]] = {}  # spacing → waypoints (per scene)
 
     # --- geodesic side -----------------------------------------------------------------------
 
@@ -146,8 +147,14 @@ class MapView:
         """Navigable points covering the map: one per ``spacing`` square with enough free cells.
 
         Each is the free cell nearest the mean of its square's free cells; squares whose point
-        is within ``spacing / 2`` of a room waypoint are left out.
+        is within ``spacing / 2`` of a room waypoint are left out. Computed once per spacing:
+        every episode of the scene shares them.
         """
+        if spacing not in self._coverage:
+            self._coverage[spacing] = tuple(self._coverage_points(spacing))
+        return list(self._coverage[spacing])
+
+    def _coverage_points(self, spacing: float) -> list[Vec3]:
         area, nav = self._nav.area, self._nav
         k = max(round(spacing / area.frame.cell_size), 1)
         rows, cols = np.nonzero(area.free)

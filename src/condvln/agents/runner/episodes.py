@@ -20,7 +20,7 @@ from condvln.dataset.schema import load_checked_split
 from condvln.errors import ConfigError, ValidationError
 from condvln.frames import quaternion_to_yaw
 from condvln.sim.simulator import DEFAULT_BUDGET, Simulator
-from condvln.vlnce import encode, load_scene_index, scene_json_path, split_path
+from condvln.vlnce import encode, split_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,13 +92,11 @@ def episode_specs(
     if limit is not None and limit < 0:
         raise ConfigError(f"--limit must be 0 or more, got {limit}")
     checked = load_checked_split(dataset_dir, split, labels=False)
-    index = load_scene_index(dataset_dir)
     words = checked.doc["instruction_vocab"]["word_list"]
     vocab = {w: i for i, w in enumerate(words) if isinstance(w, str)}
     specs = []
-    for ep in checked.episodes[:limit]:
+    for ep, scene_file in zip(checked.episodes[:limit], checked.scene_files, strict=False):
         info = (ep.get("info") or {}).get("condvln") or {}
-        scene_file = scene_json_path(dataset_dir, {**ep, "info": {"condvln": info}}, index)
         text = ep["instruction"]["instruction_text"]
         tokens = ep["instruction"].get("instruction_tokens") or []
         if source == "oracle":
