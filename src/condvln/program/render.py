@@ -482,7 +482,8 @@ def _not_first(node: If) -> bool:
 
 def _focus_after(node: If) -> str | None:
     """The room in focus for a then-arm said after its else-arm: the condition's, unless the
-    else-arm names a room ("if not, go to the sofa in the hall. If so, … it …" is unclear)."""
+    else-arm names a room ("if the kitchen has no mug, go to the sofa in the hall. Otherwise,
+    if it has no kettle, …": "it" could be the hall)."""
     named = any(isinstance(s, Go) and s.target.room is not None for s in node.orelse)
     return None if named else _focus_of(node.condition)
 
