@@ -813,8 +813,7 @@ def evaluate_run(
         seed: bootstrap seed of the confidence intervals.
         options: metric conventions.
         run_name: row name in the tables (default: :func:`run_name_of`).
-        executor: where scenes are scored (processes, pinned processes or Ray; one task per
-            scene).
+        executor: where scenes are scored (processes, pinned ones or Ray; a task a scene).
         shard: score only this shard of the split (``condvln merge`` joins shard folders).
 
     Returns:
