@@ -200,3 +200,28 @@ def test_a_stop_position_after_its_trajectory_is_located_once() -> None:
     np.testing.assert_array_equal(geo.rows(points[-1:], goal, 1.0), expected)
     geo.rows(points[:1], goal, 1.0)
     assert calls == [len(points), 1]
+
+
+@pytest.mark.parametrize("house", ["1", "4"])
+def test_distances_to_is_each_fields_distance(house: str) -> None:
+    """:meth:`GridNavigator.distances_to` (one point, located once, in scalar arithmetic)
+    gives the floats of :meth:`GridField.distance`, unreachable points and points snapped
+    from walls or from outside the grid included."""
+    from condvln.nav import GridNavigator
+
+    nav = GridNavigator(load("procedural", house))
+    frame = nav.area.frame
+    rng = np.random.default_rng(int(house))
+    rows, cols = np.nonzero(nav.area.free)
+    goals = frame.centres(rows, cols)[rng.choice(rows.size, 4, replace=False)]
+    fields = [nav.distance_field((x, 0.0, z)) for x, z in goals]
+    lo = np.array(frame.origin) - 1.0
+    hi = lo + np.array(frame.shape[::-1]) * frame.cell_size + 2.0
+    points = rng.uniform(lo, hi, size=(600, 2))
+    answers = {None: 0, "value": 0}
+    for x, z in points:
+        point = (float(x), 0.0, float(z))
+        got = nav.distances_to(point, fields)
+        assert got == [f.distance(point) for f in fields]
+        answers[None if got[0] is None else "value"] += 1
+    assert min(answers.values()) > 50  # both kinds of answer were exercised

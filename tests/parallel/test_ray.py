@@ -128,6 +128,19 @@ def test_killed_worker_is_retried(dataset: Path, sleepy: str, tmp_path: Path) ->
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
 
 
+def test_no_actor_is_started_for_want_of_a_task(dataset: Path, sleepy: str, tmp_path: Path) -> None:
+    """One episode on two workers is one task: one actor builds one agent, not two. The act
+    sleeps, so a second actor, were it started, would have built its agent before the end."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    args = {"sleep": 0.05, "pid_dir": str(pids)}
+    summary = run_agent(
+        sleepy, dataset, "train", tmp_path / "run", agent_args=args, executor=RAY, limit=1
+    )
+    assert summary.ran == 1
+    assert len(list(pids.iterdir())) == 1
+
+
 def test_agent_that_fails_to_start_is_a_config_error(
     dataset: Path, agents_file: Path, tmp_path: Path
 ) -> None:

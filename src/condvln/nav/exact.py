@@ -118,8 +118,8 @@ class ExactField:
 
     def distance(self, point: Sequence[float]) -> float | None:
         """Exact geodesic distance from ``point`` to the goal, or ``None`` when unreachable."""
-        result = self.query(point)
-        return None if bool(result.mask[0]) else float(result.data[0])
+        values, _, ok = self._solve(np.array([ground(point)]))
+        return float(values[0]) if ok[0] else None
 
     def path_from(self, point: Sequence[float]) -> list[Vec3] | None:
         """The shortest path from ``point`` (or its snapped position) to the goal, or ``None``."""
@@ -163,6 +163,7 @@ class ExactNavigator:
         self.agent = self.area.agent
         self.scene = scene
         self._cache: OrderedDict[tuple[float, float], ExactField] = OrderedDict()
+        self._goals: dict[tuple[float, float], tuple[float, float] | None] = {}
 
     @cached_property
     def polygon(self) -> NavPolygon:
@@ -187,12 +188,11 @@ class ExactNavigator:
         Raises:
             Unreachable: When ``goal`` is not within ``max_snap`` of the main part.
         """
-        snapped, ok = self.polygon.locate(np.array([ground(goal)]), self.config.max_snap)
-        if not ok[0]:
+        key = self._snapped_goal(ground(goal))
+        if key is None:
             raise Unreachable(
                 f"scene {self.scene.id!r}: goal {tuple(goal)} is not on the navigable area"
             )
-        key = (float(snapped[0, 0]), float(snapped[0, 1]))
         field = self._cache.get(key)
         if field is None:
             field = self._cache[key] = ExactField(self, self.point(*key))
@@ -201,6 +201,16 @@ class ExactNavigator:
         else:
             self._cache.move_to_end(key)
         return field
+
+    def _snapped_goal(self, xz: tuple[float, float]) -> tuple[float, float] | None:
+        """A goal's ground point snapped onto the main part (``None``: off it), kept per point
+        (the goals of a scene recur: every target is the goal of many paths)."""
+        if xz not in self._goals:
+            if len(self._goals) >= 4 * FIELD_CACHE:
+                self._goals.clear()
+            snapped, ok = self.polygon.locate(np.array([xz]), self.config.max_snap)
+            self._goals[xz] = (float(snapped[0, 0]), float(snapped[0, 1])) if ok[0] else None
+        return self._goals[xz]
 
     def distance(self, a: Sequence[float], b: Sequence[float]) -> float | None:
         """Exact geodesic distance ``a → b`` in metres, or ``None`` when unreachable."""

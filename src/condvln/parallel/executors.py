@@ -335,10 +335,11 @@ def actor_map(
 ) -> Iterator[Any]:
     """Results of ``worker.method(task)`` for every task, as tasks finish, on Ray actors.
 
-    ``executor.workers`` actors of ``worker_class(*init_args)`` are created once (call
-    :func:`follow_cwd` first in ``__init__`` with the caller's folder among its arguments; options
-    ``executor.agent_resources``, default one CPU each) and fed tasks two at a time, so each
-    stays busy. An actor whose process dies is restarted and its tasks retried
+    ``executor.workers`` actors of ``worker_class(*init_args)`` are created once, or one per
+    task when there are fewer tasks (an actor no task would reach is never started: each
+    builds an agent, which may load a model); call :func:`follow_cwd` first in ``__init__``
+    with the caller's folder among its arguments; options ``executor.agent_resources``, default
+    one CPU each. They are fed tasks two at a time, so each stays busy. An actor whose process dies is restarted and its tasks retried
     (:data:`RETRIES`); the actors are killed at the end.
     """
     with ray_session(executor) as ray:
@@ -346,7 +347,7 @@ def actor_map(
         actor_class = ray.remote(worker_class).options(
             max_restarts=RETRIES, max_task_retries=RETRIES, **resources
         )
-        actors = [actor_class.remote(*init_args) for _ in range(executor.workers)]
+        actors = [actor_class.remote(*init_args) for _ in range(min(executor.workers, len(tasks)))]
         queue = deque(tasks)
         inflight: dict[Any, Any] = {}
 

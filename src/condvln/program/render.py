@@ -65,6 +65,7 @@ import numpy as np
 
 from condvln.errors import ValidationError
 from condvln.program.ast import Condition, Exists, Go, If, Program, Ref, Step
+from condvln.program.draws import Draws
 from condvln.program.templates import (
     WORD_PATTERN,
     Templates,
@@ -150,17 +151,18 @@ def _render(
     program: Program, t: Templates, gen: np.random.Generator, max_words: int | None
 ) -> Instruction:
     """:func:`render`, with whether the text uses only seen paraphrases."""
-    renderer = _Renderer(t, gen)
-    text = renderer.program(program)
-    for slack in (None, TIGHT_SLACK):  # free draws, then draws among near-shortest paraphrases
-        for _ in range(LONG_RETRIES):
-            if max_words is None or word_count(text) <= max_words:
-                return Instruction(text, not renderer.held_out)
-            renderer = _Renderer(t, gen, slack)
-            text = renderer.program(program)
-    if word_count(text) <= max_words:
-        return Instruction(text, not renderer.held_out)
-    return _compact(program, t, gen)
+    with Draws(gen) as draws:
+        renderer = _Renderer(t, draws)
+        text = renderer.program(program)
+        for slack in (None, TIGHT_SLACK):  # free draws, then among near-shortest paraphrases
+            for _ in range(LONG_RETRIES):
+                if max_words is None or word_count(text) <= max_words:
+                    return Instruction(text, not renderer.held_out)
+                renderer = _Renderer(t, draws, slack)
+                text = renderer.program(program)
+        if word_count(text) <= max_words:
+            return Instruction(text, not renderer.held_out)
+        return _compact(program, t, draws)
 
 
 def render_instruction(
@@ -187,10 +189,11 @@ def render_compact(program: Program, rng: Seed, templates: Templates | None = No
     """The shortest rendering of ``program``: every construct takes one of its paraphrases with
     the fewest words (``rng`` chooses among those), else clauses restate a negation only where
     the readability rule requires it."""
-    return _compact(program, _seen(templates), np.random.default_rng(rng)).text
+    with Draws(np.random.default_rng(rng)) as draws:
+        return _compact(program, _seen(templates), draws).text
 
 
-def _compact(program: Program, templates: Templates, rng: np.random.Generator) -> Instruction:
+def _compact(program: Program, templates: Templates, rng: Draws) -> Instruction:
     """The shorter of the compact rendering and the plain one (the verb cap can make the
     former longer), so a program within :func:`plain_words` always has a text that fits."""
     renderers = [_Renderer(templates, rng, 0, plain) for plain in (False, True)]
@@ -207,8 +210,8 @@ def plain_words(program: Program, templates: Templates | None = None) -> int:
     rules, which change with the templates, never change which programs are sampled; the
     instruction itself is as long or shorter.
     """
-    renderer = _Renderer(_seen(templates), np.random.default_rng(0), 0, plain=True)
-    return word_count(renderer.program(program))
+    with Draws(np.random.default_rng(0)) as draws:
+        return word_count(_Renderer(_seen(templates), draws, 0, plain=True).program(program))
 
 
 def compact_words(program: Program, templates: Templates | None = None) -> int:
@@ -225,8 +228,9 @@ def render_linear(targets: Sequence[Ref], rng: Seed, templates: Templates | None
     """
     if not targets:
         raise ValidationError("a linear instruction needs at least one target")
-    renderer = _Renderer(_seen(templates), np.random.default_rng(rng))
-    return _capitalise(renderer.linear([Go(t) for t in targets], finally_=True) + ".")
+    with Draws(np.random.default_rng(rng)) as draws:
+        renderer = _Renderer(_seen(templates), draws)
+        return _capitalise(renderer.linear([Go(t) for t in targets], finally_=True) + ".")
 
 
 def _capitalise(text: str) -> str:
@@ -277,15 +281,23 @@ def _template_words(template: str) -> int:
     return words + (NEGATION_WORDS if "{neg}" in template else 0)
 
 
-@functools.lru_cache(maxsize=4096)
-def _verbs_of(template: str, verbs: frozenset[str]) -> Counter[str]:
-    return Counter(text for kind, text in pieces(template) if kind == "word" and text in verbs)
+class _Choices(NamedTuple):
+    """A list of paraphrases as :meth:`_Renderer.pick` reads it (:func:`_choices`)."""
+
+    options: tuple[str, ...]
+    verbs: dict[str, tuple[tuple[str, int], ...]]  # paraphrase -> (verb, times) of its verbs
+    most: int  # the most times one verb occurs in one paraphrase
 
 
 @functools.lru_cache(maxsize=4096)
-def _most_of_a_verb(options: tuple[str, ...], verbs: frozenset[str]) -> int:
-    """The most times one verb occurs in one of ``options``."""
-    return max((n for o in options for n in _verbs_of(o, verbs).values()), default=0)
+def _choices(options: tuple[str, ...], verbs: frozenset[str]) -> _Choices:
+    """``options`` with the verbs of each, counted once per list of paraphrases."""
+    counts = {
+        o: tuple(Counter(t for kind, t in pieces(o) if kind == "word" and t in verbs).items())
+        for o in options
+    }
+    most = max((n for pairs in counts.values() for _, n in pairs), default=0)
+    return _Choices(options, counts, most)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -299,7 +311,7 @@ class _Renderer:
     def __init__(
         self,
         templates: Templates,
-        rng: np.random.Generator,
+        rng: Draws,
         slack: int | None = None,
         plain: bool = False,
     ) -> None:
@@ -310,33 +322,33 @@ class _Renderer:
         self.rng = rng
         self.slack = slack
         self.plain = plain
-        self.verbs_used: Counter[str] = Counter()
+        self.verbs_used: dict[str, int] = {}
         self.most_used = 0  # the largest count in verbs_used
         self.held_out = False  # whether a held-out paraphrase was picked
 
     def pick(self, options: Sequence[str]) -> str:
         """A paraphrase: within the verb cap (where one is), then near the shortest (with a
         slack), then drawn at random."""
-        allowed = tuple(options)
+        choices = _choices(tuple(options), self.t.verbs)
+        allowed = choices.options
         # no option can break the cap while the most used verb leaves room for any of them
-        if not self.plain and self.most_used + _most_of_a_verb(allowed, self.t.verbs) > VERB_CAP:
-            allowed = tuple(o for o in options if self.within_cap(o)) or allowed
+        if not self.plain and self.most_used + choices.most > VERB_CAP:
+            used = self.verbs_used
+            fits = [
+                all(used.get(v, 0) + n <= VERB_CAP for v, n in choices.verbs[o]) for o in allowed
+            ]
+            allowed = tuple(o for o, ok in zip(allowed, fits, strict=True) if ok) or allowed
         if self.slack is not None:
             allowed = _near_shortest(allowed, self.slack)
-        choice = allowed[int(self.rng.integers(len(allowed)))]
-        verbs = _verbs_of(choice, self.t.verbs)
-        if verbs:
-            self.verbs_used.update(verbs)
-            self.most_used = max(self.most_used, *(self.verbs_used[v] for v in verbs))
+        choice = allowed[self.rng.integers(len(allowed))]
+        for verb, times in choices.verbs[choice]:
+            self.verbs_used[verb] = count = self.verbs_used.get(verb, 0) + times
+            self.most_used = max(self.most_used, count)
         self.held_out |= choice in self.t.held_out_phrasings
         return choice
 
-    def within_cap(self, template: str) -> bool:
-        verbs = _verbs_of(template, self.t.verbs)
-        return all(self.verbs_used[v] + n <= VERB_CAP for v, n in verbs.items())
-
     def name(self, text: str) -> str:
-        if self.t.name_regex.fullmatch(text):
+        if self.t.is_name(text):
             return text
         bad = sorted(self.t.reserved & set(text.split()))
         why = f"reserved word {bad[0]!r}" if bad else "lower-case words only"

@@ -207,6 +207,18 @@ class Templates(BaseModel):
         """:attr:`name_pattern`, compiled (once per templates)."""
         return re.compile(self.name_pattern)
 
+    def is_name(self, text: str) -> bool:
+        """Whether :attr:`name_regex` matches all of ``text`` (answers kept: the renderer asks
+        for every name it writes, and a scene's names recur)."""
+        known = self._names_checked
+        if text not in known:
+            known[text] = self.name_regex.fullmatch(text) is not None
+        return known[text]
+
+    @functools.cached_property
+    def _names_checked(self) -> dict[str, bool]:
+        return {}
+
     def _glue_after_names(self) -> set[str]:
         """Non-reserved words a template puts right after a name, with the word that ends them."""
         glue = set()

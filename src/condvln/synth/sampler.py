@@ -181,6 +181,7 @@ class SceneContext:
         self._facts: dict[str, list[tuple[str, str, str, bool, GroupKey, bool]]] = {}
         self._asked: dict[GroupKey, bool] = {}
         self._fields: dict[str, GridField | None] = {}
+        self._target_room_at: dict[str, str | None] = {}
         self._askable: dict[str, list[str]] = {}
         self._near: dict[float, tuple[np.ndarray, list[frozenset[int]]]] = {}
 
@@ -298,6 +299,12 @@ class SceneContext:
         index = int(area.room_index[row, col])
         return self.scene.rooms[index].id if index >= 0 else None
 
+    def target_room_at(self, target: str) -> str | None:
+        """:meth:`room_at` of ``target``'s approach point (kept: the sampler asks it often)."""
+        if target not in self._target_room_at:
+            self._target_room_at[target] = self.room_at(self.targets[target][1])
+        return self._target_room_at[target]
+
     def room_type(self, room_id: str) -> str:
         """Type of room ``room_id``."""
         return self.scene.room(room_id).room_type
@@ -337,8 +344,9 @@ def _choose_leaves(
     targets of one arm may lie close together.
     """
     pool = ctx.sorted_targets
-    keep = rng.random(len(pool)) < COMPASS_KEEP
-    pool = [o for o, k in zip(pool, keep, strict=True) if k or o not in ctx.compass_targets]
+    keep = (rng.random(len(pool)) < COMPASS_KEEP).tolist()
+    compass = ctx.compass_targets
+    pool = [o for o, k in zip(pool, keep, strict=True) if k or o not in compass]
     first: list[str] = []
     if room is not None:
         inside = [o for o in pool if ctx.target_rooms[o] == room]
@@ -648,12 +656,14 @@ def _prefix(
     free = [o for o in ctx.targets if o not in taken and o not in ctx.compass_targets]
     far = ctx.far_apart(free, taken, 2.0 * radius)
     waypoints = [o for o, ok in zip(free, far, strict=True) if ok]
-    order = [waypoints[i] for i in rng.permutation(len(waypoints))]
-    if bucket.horizon and bucket.observability == "visible":
-        inside = [o for o in order if ctx.room_at(ctx.targets[o][1]) == room]
-        if not inside:
+    shuffled = rng.permutation(len(waypoints))  # drawn whether or not waypoints are wanted
+    if not bucket.horizon:
+        return []
+    order = [waypoints[i] for i in shuffled.tolist()]
+    if bucket.observability == "visible":
+        last = next((o for o in order if ctx.target_room_at(o) == room), None)
+        if last is None:
             raise Rejected("no_waypoint_in_room")
-        last = inside[0]
         order = [*[o for o in order if o != last][: bucket.horizon - 1], last]
     prefix_ids = order[: bucket.horizon]
     if len(prefix_ids) < bucket.horizon:
@@ -725,15 +735,13 @@ def sample_instance(
 def _gold_is_nearest(ctx: SceneContext, start: Vec3, leaves: list[str], gold: int) -> bool | None:
     # fields *to* the leaves (geodesic distance is symmetric): cached per scene, reused by
     # the scene's other instances, where a field from each new start would be solved anew
-    distances = [_distance_to(ctx, o, start) for o in leaves]
+    fields = [ctx.field_to(o) for o in leaves]
+    if any(f is None for f in fields):
+        return None
+    distances = ctx.nav.distances_to(start, fields)  # type: ignore[arg-type]
     if any(d is None for d in distances):
         return None
-    return int(np.argmin(distances)) == gold
-
-
-def _distance_to(ctx: SceneContext, target: str, point: Vec3) -> float | None:
-    field = ctx.field_to(target)
-    return None if field is None else field.distance(point)
+    return int(np.argmin(distances)) == gold  # type: ignore[arg-type]
 
 
 BRANCH_STEPS = (1,)
