@@ -20,6 +20,15 @@ not sleep). The Ray cluster (``ray.init(num_cpus=2)``) is started once before th
 start-up time is printed too.
 
     PYTHONPATH=src python benchmarks/bench_scale.py [--episodes 24 72 --steps 20 --sleep 0.02]
+
+With ``--evaluate`` it measures ``evaluate``'s scaling instead (issue 33 item 4): one
+``condition_blind`` run over the train split of ``--eval-houses`` houses (× ``--per-scene``),
+scored by :func:`~condvln.evaluation.evaluate.evaluate_run` with local processes and on
+Ray, 1 and 2 workers, ``--repeats`` times each (median), every time cold as a fresh command
+(no geodesics kept from an earlier evaluation; a Ray session started before the clock and shut
+down after it); the results are checked byte-identical across settings:
+
+    PYTHONPATH=src python benchmarks/bench_scale.py --evaluate [--eval-houses 80 --per-scene 50 --repeats 5]
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +46,7 @@ from pathlib import Path
 
 from condvln.agents import run_agent
 from condvln.dataset.generate import GenerateConfig, generate_dataset
+from condvln.evaluation.evaluate import evaluate_run
 from condvln.parallel import Executor
 
 
@@ -164,6 +175,58 @@ def scale_in_practice(houses: int, per_scene: int, settings: list[str]) -> None:
             )
 
 
+def _evaluate_cold(dataset: Path, run: Path, out: Path, kind: str, workers: int) -> float:
+    """Seconds of one ``evaluate_run`` with nothing kept from an earlier one: this process's
+    geodesics dropped (local workers fork from it), a fresh Ray session (started before the
+    clock, as a command would, and shut down after it)."""
+    import ray
+
+    from condvln.evaluation import evaluate as evaluation
+
+    evaluation._GEODESICS.clear()
+    if kind == "ray":
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    try:
+        started = time.perf_counter()
+        evaluate_run(dataset, run, out, executor=Executor(kind, workers))
+        return time.perf_counter() - started
+    finally:
+        if kind == "ray":
+            ray.shutdown()
+
+
+def evaluate_scaling(houses: int, per_scene: int, repeats: int) -> None:
+    """Median seconds of scoring one run per setting, and the efficiency at 2 workers."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        generate_dataset(GenerateConfig(scenes=houses, per_scene=per_scene), root / "ds", workers=2)
+        summary = run_agent(
+            "condition_blind", root / "ds", "train", root / "run", executor=Executor("local", 2)
+        )
+        print(f"{summary.episodes:,} train episodes of {houses} houses, each evaluation cold")
+        medians, outputs = {}, {}
+        for kind in ("local", "ray"):
+            for workers in (1, 2):
+                out = root / f"eval-{kind}{workers}"
+                times = [
+                    _evaluate_cold(root / "ds", root / "run", out, kind, workers)
+                    for _ in range(repeats)
+                ]
+                medians[kind, workers] = statistics.median(times)
+                outputs[kind, workers] = (out / "episodes.jsonl").read_bytes()
+                print(
+                    f"evaluate {kind:5} {workers} worker(s): {medians[kind, workers]:6.2f} s, "
+                    f"median of {repeats} ({min(times):.2f}-{max(times):.2f}); "
+                    f"load average {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
+        for kind in ("local", "ray"):
+            efficiency = medians[kind, 1] / (2 * medians[kind, 2])
+            print(f"evaluate {kind:5} scaling efficiency at 2 workers: {efficiency:.2f}")
+        same = len(set(outputs.values())) == 1
+        print(f"episode records byte-identical across the four settings: {same}")
+
+
 def main() -> None:
     """Run the benchmark and print its numbers."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -173,8 +236,14 @@ def main() -> None:
     parser.add_argument("--houses", type=int, help="measure scale in practice instead")
     parser.add_argument("--per-scene", type=int, default=30)
     parser.add_argument("--settings", nargs="+", default=["local:1", "local:2", "ray:1", "ray:2"])
+    parser.add_argument("--evaluate", action="store_true", help="measure evaluate's scaling")
+    parser.add_argument("--eval-houses", type=int, default=80)
+    parser.add_argument("--repeats", type=int, default=5)
     opts = parser.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if opts.evaluate:
+        evaluate_scaling(opts.eval_houses, opts.per_scene, opts.repeats)
+        return
     if opts.houses:
         scale_in_practice(opts.houses, opts.per_scene, opts.settings)
         return

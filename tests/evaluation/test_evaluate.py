@@ -257,6 +257,28 @@ def test_pinned_scoring_keeps_geodesics_and_the_same_bytes(
         evaluate_module._scene_geodesic(tmp_path / "missing.json")
 
 
+def test_a_scene_task_carries_its_own_episodes_ground_truth_only(
+    dataset: Path, episodes: list[Episode], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scene's task is pickled to a worker: it holds the ground-truth locations of that
+    scene's episodes, not the whole split's (which, once per scene, made two workers slower
+    than one), and every episode's are in some task."""
+    file = _write_jsonl(tmp_path / "a.jsonl", _perfect(episodes))
+    sent: list[tuple[Any, ...]] = []
+    real = evaluate_module.ordered_map
+
+    def recording(function: Any, tasks: list[tuple[Any, ...]], *args: Any, **kw: Any) -> Any:
+        sent.extend(tasks)
+        return real(function, tasks, *args, **kw)
+
+    monkeypatch.setattr(evaluate_module, "ordered_map", recording)
+    evaluate_run(dataset, file, tmp_path / "out", split=SPLIT, run_name="run")
+    assert len(sent) > 1
+    for task in sent:
+        assert set(task[6]) == {str(e["episode_id"]) for e in task[2]}
+    assert sum(len(task[6]) for task in sent) == len(episodes)
+
+
 def test_wrong_branch_agent(dataset: Path, episodes: list[Episode], tmp_path: Path) -> None:
     paths = _wrong_branch_paths(dataset, episodes)
     assert len(paths) >= 5

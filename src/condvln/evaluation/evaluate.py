@@ -380,17 +380,12 @@ def score_split(
         indices = list(group)
         ids = [episodes[i]["episode_id"] for i in indices]
         mine = {k: predictions[k] for k in ids if k in predictions}
+        # the scene's own ground truth only: a task is pickled to a worker, and the whole
+        # split's locations once per scene made two workers slower than one
+        own = {str(k): locations[str(k)] for k in ids if str(k) in locations}
         groups.append(indices)
         tasks.append(
-            (
-                dataset_dir,
-                scene_file,
-                [episodes[i] for i in indices],
-                mine,
-                split,
-                options,
-                locations,
-            )
+            (dataset_dir, scene_file, [episodes[i] for i in indices], mine, split, options, own)
         )
     scored_scenes = ordered_map(_score_scene, tasks, executor, key=_scene_task_key)
     for indices, scored in zip(groups, scored_scenes, strict=True):
