@@ -337,10 +337,10 @@ def actor_map(
 
     ``executor.workers`` actors of ``worker_class(*init_args)`` are created once, or one per
     task when there are fewer tasks (an actor no task would reach is never started: each
-    builds an agent, which may load a model); call :func:`follow_cwd` first in ``__init__``
+    builds an agent, which may load a model). Call :func:`follow_cwd` first in ``__init__``
     with the caller's folder among its arguments; options ``executor.agent_resources``, default
-    one CPU each. They are fed tasks two at a time, so each stays busy. An actor whose process dies is restarted and its tasks retried
-    (:data:`RETRIES`); the actors are killed at the end.
+    one CPU each. Actors are fed tasks two at a time, so each stays busy. An actor whose process
+    dies is restarted and its tasks retried (:data:`RETRIES`); the actors are killed at the end.
     """
     with ray_session(executor) as ray:
         resources = dict(executor.agent_resources) or {"num_cpus": 1}
