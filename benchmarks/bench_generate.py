@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from condvln.dataset.generate import GenerateConfig, generate_dataset
-from condvln.synth.pipeline import default_workers
+from condvln.parallel.executors import default_workers
 
 
 def main() -> None:

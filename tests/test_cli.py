@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -183,3 +184,32 @@ def test_terminal_output_fits_80_columns(cli, args: tuple[str, ...]) -> None:
 def test_sources_table_shows_bracketed_references(cli) -> None:
     """Rich markup must not eat ``[#SCENE]`` in the ithor reference."""
     assert "[#SCENE]" in cli("scenes", "sources", columns=80).stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "wanted"),
+    [
+        (["generate", "--executor", "ray", "-j", "3"], (3, None, 1)),
+        (["benchmark", "--workers=4", "--executor=ray", "--ray-address=auto"], (4, "auto", 3)),
+        (["evaluate", "d", "p", "--executor", "ray", "-j1"], (1, None, 1)),
+        (["generate", "--executor", "ray", "--help"], None),
+        (["generate", "--executor", "local", "-j", "2"], None),
+        (["generate", "-j", "0", "--executor", "ray"], None),
+        (["generate", "-j", "two", "--executor", "ray"], None),
+        (["scenes", "list", "--executor", "ray"], None),
+        (["validate", "--executor", "ray"], None),
+        ([], None),
+    ],
+)
+def test_ray_wanted_reads_the_raw_command_line(args: list[str], wanted: Any) -> None:
+    """The session :func:`main` starts early: ``--executor ray`` on a command that has it, with
+    its workers and address; nothing for bad or absent values, help, or other commands."""
+    from condvln.cli import RAY_COMMANDS, ray_wanted
+
+    got = ray_wanted(args)
+    if wanted is None:
+        assert got is None
+        return
+    executor, modules = got
+    assert (executor.kind, executor.workers, executor.address) == ("ray", *wanted[:2])
+    assert modules == RAY_COMMANDS[args[0]] and len(modules) == wanted[2]

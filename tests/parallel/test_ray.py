@@ -225,3 +225,75 @@ def test_one_session_serves_every_stage_of_a_command() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["2", "1", "True", "False"]
+
+
+EARLY = """
+import sys, threading
+import ray
+from condvln.parallel import Executor, ordered_map
+from condvln.parallel.executors import one_ray_session, start_ray_early
+
+starts = []
+init = ray.init
+def counted(*a, **k):
+    starts.append((threading.current_thread().name, k.get("num_cpus")))
+    if len(starts) == 1 and "FAIL_FIRST" in sys.argv:
+        raise RuntimeError("refused")
+    return init(*a, **k)
+ray.init = counted
+two = Executor("ray", workers=2)
+loaded = lambda name: name in sys.modules
+with one_ray_session():
+    start_ray_early(two, ["tabnanny"])
+    warm = list(ordered_map(loaded, ["tabnanny"] * 4, two))
+    again = list(ordered_map(abs, [-4], two))
+    other = list(ordered_map(abs, [-5], Executor("ray", workers=1)))
+    alive = ray.is_initialized()
+left = [t.name for t in threading.enumerate() if t.name == "condvln-ray-start"]
+print(starts, warm, again, other, alive, ray.is_initialized(), left)
+"""
+
+
+@pytest.mark.parametrize("fail_first", [False, True])
+def test_a_session_started_early_is_taken_over_by_the_first_stage(fail_first: bool) -> None:
+    """:func:`start_ray_early` starts the session in a thread that lives until it is shut
+    down; the first stage takes it over (its workers have imported the modules asked for),
+    a stage with other settings replaces it, the block's end shuts it down and ends the thread.
+    A start that failed in the thread is made again by the first stage (a fresh process)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    argv = [sys.executable, "-c", EARLY, *(["FAIL_FIRST"] if fail_first else [])]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    first = [("condvln-ray-start", 2)] + ([("MainThread", 2)] if fail_first else [])
+    expected = [*first, ("MainThread", 1)]
+    assert done.stdout.strip() == f"{expected} {[not fail_first] * 4} [4] [5] True False []"
+    assert "SIGTERM handler is not set" not in done.stderr
+
+
+def test_generate_from_the_command_line_on_ray_equals_local(tmp_path: Path) -> None:
+    """``condvln generate --executor ray`` (the session started while the command imports its
+    modules) writes the same files as local processes."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    base = [sys.executable, "-m", "condvln", "generate", "--scenes", "2", "--per-scene", "6"]
+    for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
+        done = subprocess.run(
+            [*base, "-j", "2", "-q", "--out", str(tmp_path / name), *extra],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+    local, ray = (
+        {p.relative_to(tmp_path / n): p for p in (tmp_path / n).rglob("*")}
+        for n in ("local", "ray")
+    )
+    assert sorted(local) == sorted(ray) and len(local) > 10
+    for path, file in local.items():
+        assert not file.is_file() or file.read_bytes() == ray[path].read_bytes(), path

@@ -15,7 +15,7 @@ written, and option names are never cut).
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -75,10 +75,13 @@ def main() -> None:
     import pydantic
 
     from condvln.options import config_error
-    from condvln.parallel.executors import one_ray_session
+    from condvln.parallel.executors import one_ray_session, start_ray_early
 
     try:
         with one_ray_session():
+            wanted = ray_wanted(sys.argv[1:])
+            if wanted is not None:
+                start_ray_early(*wanted)
             app()
     except CondVLNError as exc:
         _fail(str(exc), 2)
@@ -95,6 +98,55 @@ def main() -> None:
         if os.environ.get("CONDVLN_DEBUG"):
             raise
         _fail(f"internal error ({type(exc).__name__}: {exc}); rerun with CONDVLN_DEBUG=1", 1)
+
+
+_TASKS = ("condvln.dataset.generate", "condvln.agents.runner.pool", "condvln.evaluation.evaluate")
+RAY_COMMANDS = {
+    "generate": _TASKS[:1],
+    "run": _TASKS[1:2],
+    "evaluate": _TASKS[2:],
+    "benchmark": _TASKS,
+}
+"""The commands with ``--executor``, and the modules their Ray tasks and actors are in."""
+
+
+def ray_wanted(args: list[str]) -> tuple[Any, tuple[str, ...]] | None:
+    """The Ray :class:`~condvln.parallel.Executor` a command line asks for with ``--executor
+    ray`` (with its ``--workers`` and ``--ray-address``) and the modules of its tasks, read from
+    the raw arguments; ``None`` for a command line that does not ask for Ray.
+
+    :func:`main` starts that session while the command imports its modules, as the settings
+    that decide are known only after those imports. A wrong guess (a settings file choosing Ray
+    is not seen) costs nothing but time: the command's first Ray stage then starts or replaces
+    the session itself.
+
+    >>> ray_wanted(["generate", "--out", "d", "--executor", "ray", "-j2"])[0].workers
+    2
+    >>> ray_wanted(["run", "--executor=ray", "--ray-address", "auto"])[0].address
+    'auto'
+    >>> ray_wanted(["generate", "--executor", "local"]) is None
+    True
+    """
+    from condvln.parallel.executors import Executor, default_workers
+
+    command = next((a for a in args if not a.startswith("-")), "")
+    if command not in RAY_COMMANDS or "--help" in args:
+        return None
+    given: dict[str, str] = {}
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in ("--executor", "--ray-address", "--workers", "-j"):
+            given[name] = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+        elif arg.startswith("-j") and arg[2:].isdigit():
+            given["-j"] = arg[2:]
+    workers = given.get("--workers", given.get("-j", ""))
+    if given.get("--executor") != "ray" or not (workers.isdigit() or not workers):
+        return None
+    try:
+        executor = Executor("ray", int(workers or default_workers()), given.get("--ray-address"))
+    except CondVLNError:
+        return None  # reported when the command reads its options
+    return executor, RAY_COMMANDS[command]
 
 
 def _fail(message: str, code: int) -> None:

@@ -57,7 +57,8 @@ def audit_command(
     ] = None,
 ) -> None:
     """Sample instructions and audit them: counts per bucket, branch balance, rejections."""
-    from condvln.synth.pipeline import default_workers, run_synthesis, scene_specs
+    from condvln.parallel.executors import default_workers
+    from condvln.synth.pipeline import run_synthesis, scene_specs
 
     if leakage is not None:
         _leakage_audit(leakage, split, out)

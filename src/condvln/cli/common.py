@@ -131,8 +131,7 @@ def executor_of(
     >>> executor_of(None, 3, None, None).kind
     'local'
     """
-    from condvln.parallel.executors import Executor, parse_resources
-    from condvln.synth.pipeline import default_workers
+    from condvln.parallel.executors import Executor, default_workers, parse_resources
 
     return Executor(
         kind or "local",  # type: ignore[arg-type]

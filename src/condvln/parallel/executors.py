@@ -27,7 +27,12 @@ caller's current folder when it exists on their node, so relative paths (``--inp
 
 from __future__ import annotations
 
+import importlib
+import logging
 import os
+import signal
+import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -87,6 +92,11 @@ class Executor:
         return value if isinstance(value, Executor) else cls(workers=max(int(value), 1))
 
 
+def default_workers() -> int:
+    """All cores this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def parse_resources(text: str | None) -> dict[str, Any]:
     """``--agent-resources`` JSON (an object of Ray actor options), or ``{}``.
 
@@ -112,34 +122,145 @@ def _import_ray() -> Any:
     return ray
 
 
+class _EarlyStart:
+    """A Ray session that a background thread starts (:func:`start_ray_early`).
+
+    The thread lives as long as the session: Ray ties the life of the processes it starts to
+    the thread that started them (``PR_SET_PDEATHSIG``), so a thread that ended would take the
+    cluster down with it. :meth:`end` lets it finish once the session is shut down.
+    """
+
+    def __init__(self, executor: Executor, modules: Sequence[str]) -> None:
+        self.key = (executor.address, executor.workers)
+        self.started = False
+        self._ready = threading.Event()
+        self._released = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(executor, modules), name="condvln-ray-start", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, executor: Executor, modules: Sequence[str]) -> None:
+        try:
+            ray = _import_ray()
+            logging.getLogger("ray._private.worker").addFilter(_NotMainThreadWarning())
+            try:
+                _start_ray(ray, executor)
+            except Exception:  # tried again by the first stage, which reports it
+                ray.shutdown()
+                raise
+            if modules:  # not awaited: the stages' first tasks queue behind these
+                task = ray.remote(num_cpus=1, max_retries=0)(_import_modules)
+                self._warming = [task.remote(modules) for _ in range(executor.workers)]
+            self.started = True
+        except Exception:  # a failed start is retried in the main thread
+            pass
+        finally:
+            self._ready.set()
+        if self.started:
+            self._released.wait()
+
+    def wait(self) -> bool:
+        """Wait until the session is up; whether it started."""
+        self._ready.wait()
+        return self.started
+
+    def end(self) -> None:
+        """Let the thread finish (after the session was shut down, or failed to start)."""
+        self._released.set()
+        self._thread.join()
+
+
+def _import_modules(names: Sequence[str]) -> None:
+    """Import ``names`` (in a Ray worker, before the stages' tasks need them)."""
+    for name in names:
+        importlib.import_module(name)
+
+
+class _NotMainThreadWarning(logging.Filter):
+    """Drops Ray's warning that ``ray.init`` outside the main thread set no SIGTERM handler
+    (:func:`start_ray_early` sets one)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("SIGTERM handler is not set")
+
+
 @dataclass
 class _Held:
-    """The session :func:`one_ray_session` keeps: how deep the blocks are nested, and the
-    ``(address, workers)`` of the session this module started inside them (``None``: none)."""
+    """The session :func:`one_ray_session` keeps: how deep the blocks are nested, the
+    ``(address, workers)`` of the session this module started inside them (``None``: none), and
+    the start :func:`start_ray_early` began."""
 
     depth: int = 0
     key: tuple[str | None, int] | None = None
+    early: _EarlyStart | None = None
 
 
 _HELD = _Held()
+
+
+def start_ray_early(executor: Executor, modules: Sequence[str] = ()) -> None:
+    """Begin starting ``executor``'s Ray session in a background thread, inside
+    :func:`one_ray_session`.
+
+    The command goes on meanwhile (importing its modules, reading its settings and input) while
+    Ray's processes come up, which is most of Ray's fixed cost; its first Ray stage waits for the
+    session and takes it over. Each of its workers imports ``modules`` meanwhile, the modules
+    the stages' tasks need, which the first tasks would otherwise wait for. A session started for other settings is shut down by that stage;
+    a start that failed is tried again there, where its error is reported. Outside the block, for
+    a local executor, or with a session already held or starting, this does nothing.
+    """
+    if executor.kind != "ray" or not _HELD.depth or _HELD.key or _HELD.early:
+        return
+    if threading.current_thread() is threading.main_thread():
+        # what ray.init does in the main thread: SIGTERM unwinds, so the session is shut down
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    _HELD.early = _EarlyStart(executor, modules)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    sys.exit(signum)
+
+
+def _take_early_start() -> None:
+    """Hold the session :func:`start_ray_early` started, once it is up (or forget a failed one)."""
+    early = _HELD.early
+    if early is None or _HELD.key is not None:
+        return
+    if early.wait():
+        _HELD.key = early.key
+    else:
+        early.end()
+        _HELD.early = None
+
+
+def _shut_down_held(ray: Any) -> None:
+    """Shut the held session down (and end the thread that started it, if one did)."""
+    _HELD.key = None
+    ray.shutdown()
+    if _HELD.early is not None:
+        _HELD.early.end()
+        _HELD.early = None
 
 
 @contextmanager
 def one_ray_session() -> Iterator[None]:
     """Let every Ray stage inside this block share one session.
 
-    The first stage on Ray starts it; the stages after it with the same address and workers
-    reuse it (and its worker processes, which have already imported CondVLN); the end of the
-    outermost block shuts it down. Without Ray stages inside, this does nothing.
+    The first stage on Ray starts it (or takes over the one :func:`start_ray_early` started);
+    the stages after it with the same address and workers reuse it (and its worker processes,
+    which have already imported CondVLN); the end of the outermost block shuts it down. Without
+    Ray stages inside, this does nothing.
     """
     _HELD.depth += 1
     try:
         yield
     finally:
         _HELD.depth -= 1
-        if _HELD.depth == 0 and _HELD.key is not None:
-            _HELD.key = None
-            _import_ray().shutdown()
+        if _HELD.depth == 0:
+            _take_early_start()
+            if _HELD.key is not None:
+                _shut_down_held(_import_ray())
 
 
 def _start_ray(ray: Any, executor: Executor) -> None:
@@ -159,11 +280,11 @@ def _start_ray(ray: Any, executor: Executor) -> None:
 def ray_session(executor: Executor) -> Iterator[Any]:
     """The ``ray`` module with a connected session: one already open (left running), the one
     :func:`one_ray_session` holds, or one started here and shut down afterwards."""
+    _take_early_start()
     ray = _import_ray()
     key = (executor.address, executor.workers)
     if ray.is_initialized() and _HELD.key not in (None, key):
-        _HELD.key = None  # the held session was started for another cluster or size
-        ray.shutdown()
+        _shut_down_held(ray)  # the held session was started for another cluster or size
     if ray.is_initialized():
         yield ray
         return

@@ -34,9 +34,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+# scipy's optimizer and tests and the probes (scikit-learn) are imported by the functions that
+# use them: importing this module for its limits (the dataset card, in every generation worker)
+# stays light.
 import numpy as np
-from scipy.optimize import minimize
-from scipy.stats import binomtest
 
 from condvln.program.ast import CATEGORIES, program_from_dict
 from condvln.synth.priors import (
@@ -48,7 +49,6 @@ from condvln.synth.priors import (
     labelled_conditions,
     predicted_leaf,
 )
-from condvln.synth.probes import ComplementPrior, LearnedProbe, pair_aware_leaves
 
 Episode = Mapping[str, Any]
 PRIOR_PROBES = ("text_prior", "commonsense_prior", "complement")
@@ -177,6 +177,8 @@ def _fit_softmax(x: np.ndarray, y: np.ndarray, n: int, l2: float) -> np.ndarray:
         grad[:-1] += l2 * w[:-1]
         return float(value), grad.ravel()
 
+    from scipy.optimize import minimize
+
     result = minimize(
         loss, np.zeros(x.shape[1] * n), jac=True, method="L-BFGS-B", options={"maxiter": 200}
     )
@@ -198,6 +200,8 @@ def _cell(hits: Sequence[bool], chance: Sequence[float]) -> dict[str, Any]:
     n = len(hits)
     if not n:
         return {"n": 0, "accuracy": None, "chance": None, "diff": None, "ci95": None}
+    from scipy.stats import binomtest
+
     accuracy, base = 100.0 * float(np.mean(hits)), 100.0 * float(np.mean(chance))
     interval = binomtest(int(np.sum(hits)), n).proportion_ci(0.95, method="wilson")
     return {
@@ -243,6 +247,8 @@ def leakage_audit(train: Sequence[Episode], evaluation: Sequence[Episode]) -> di
         percent (:func:`_cell`); ``pair_aware`` counts only pair members whose sibling is in
         ``evaluation`` (n = 0 when none is).
     """
+    from condvln.synth.probes import ComplementPrior, LearnedProbe, pair_aware_leaves
+
     labelled = labelled_conditions(train)
     priors: dict[str, ConditionPrior] = {
         "text_prior": FrequencyPrior(labelled),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-import os
 import uuid
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -370,11 +369,6 @@ def _stratum_groups(
             own = GroupStats.total(members)
             by_label[label] = GroupStats({k: v for k, v in own.counts.items() if total.usable(k)})
     return total, [by_label.get(label, total) for label in labels]
-
-
-def default_workers() -> int:
-    """All cores this process may use."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def run_synthesis(  # long: the docstring states every round and every argument
