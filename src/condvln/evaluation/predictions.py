@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -80,14 +81,14 @@ def _fail(message: str, file: Path, record: str, field: str | None = None) -> Fo
 
 def _numbers(value: Any, depth: int) -> bool:
     """Whether ``value`` is ``depth`` levels of lists of JSON numbers (text and true / false,
-    which numpy would turn into numbers, are not)."""
-    if depth == 0:
-        return type(value) in (int, float)
-    if not isinstance(value, list):
-        return False
-    if depth == 1:  # the innermost level without a call per number (positions are N x 3)
-        return all(type(v) in (int, float) for v in value)
-    return all(_numbers(v, depth - 1) for v in value)
+    which numpy would turn into numbers, are not), checked a level at a time without a call
+    per number (positions are N x 3)."""
+    level = [value]
+    for _ in range(depth):
+        if not set(map(type, level)) <= {list}:
+            return False
+        level = list(chain.from_iterable(level))
+    return set(map(type, level)) <= {int, float}
 
 
 def _floats(value: Any, shape: tuple[int | None, ...], where: tuple[Path, str, str]) -> NDArray:
@@ -127,9 +128,7 @@ def _stop(value: Any, file: Path, record: str, field: str = "stop") -> bool:
 
 def _actions(value: Any, n_positions: int, file: Path, record: str) -> NDArray[np.int64]:
     """Action ids: integers in ``0 .. 3``, one fewer than positions."""
-    ok = isinstance(value, list) and all(
-        isinstance(a, int) and not isinstance(a, bool) for a in value
-    )
+    ok = isinstance(value, list) and set(map(type, value)) <= {int}  # true / false are not
     if not ok:
         raise _fail("must be a list of integers", file, record, "actions")
     arr = np.asarray(value, dtype=np.int64)
