@@ -133,6 +133,7 @@ class _EarlyStart:
     def __init__(self, executor: Executor, modules: Sequence[str]) -> None:
         self.key = (executor.address, executor.workers)
         self.started = False
+        self._warming: list[Any] = []  # the workers' imports (kept until the session ends)
         self._ready = threading.Event()
         self._released = threading.Event()
         self._thread = threading.Thread(
@@ -206,9 +207,10 @@ def start_ray_early(executor: Executor, modules: Sequence[str] = ()) -> None:
     The command goes on meanwhile (importing its modules, reading its settings and input) while
     Ray's processes come up, which is most of Ray's fixed cost; its first Ray stage waits for the
     session and takes it over. Each of its workers imports ``modules`` meanwhile, the modules
-    the stages' tasks need, which the first tasks would otherwise wait for. A session started for other settings is shut down by that stage;
-    a start that failed is tried again there, where its error is reported. Outside the block, for
-    a local executor, or with a session already held or starting, this does nothing.
+    the stages' tasks need, which the first tasks would otherwise wait for. A session started
+    for other settings is shut down by that stage; a start that failed is tried again there,
+    where its error is reported. Outside the block, for a local executor, or with a session
+    already held or starting, this does nothing.
     """
     if executor.kind != "ray" or not _HELD.depth or _HELD.key or _HELD.early:
         return
