@@ -254,6 +254,43 @@ print(starts, warm, again, other, alive, ray.is_initialized(), left)
 """
 
 
+MONITOR = """
+import ray
+from ray._private import worker
+from condvln.parallel import Executor, ordered_map
+from condvln.parallel.executors import one_ray_session
+
+seen = []
+shutdown = ray.shutdown
+def watched(*a, **k):
+    node = worker._global_node
+    seen.append([i.process.poll() for i in node.all_processes["monitor"]] if node else None)
+    return shutdown(*a, **k)
+ray.shutdown = watched
+executor = Executor("ray", workers=1)
+assert list(ordered_map(abs, [-1], executor)) == [1]
+with one_ray_session():
+    assert list(ordered_map(abs, [-2], executor)) == [2]
+print(seen)
+"""
+
+
+def test_the_autoscaler_monitor_is_stopped_before_ray_shuts_down() -> None:
+    """A private cluster's autoscaler monitor has exited (SIGKILL) by the time ``ray.shutdown``
+    runs, whether a stage or :func:`one_ray_session` ends the session; Ray then prints no
+    "autoscaler failed" report (it would, had the monitor been sent SIGTERM)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", MONITOR], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == f"{[[-signal.SIGKILL]] * 2}"
+    assert "autoscaler failed" not in done.stderr
+
+
 @pytest.mark.parametrize("fail_first", [False, True])
 def test_a_session_started_early_is_taken_over_by_the_first_stage(fail_first: bool) -> None:
     """:func:`start_ray_early` starts the session in a thread that lives until it is shut
