@@ -257,6 +257,23 @@ def test_pinned_scoring_keeps_geodesics_and_the_same_bytes(
         evaluate_module._scene_geodesic(tmp_path / "missing.json")
 
 
+def test_fresh_workers_fork_after_the_first_scene_is_scored_here(
+    dataset: Path, episodes: list[Episode], tmp_path: Path
+) -> None:
+    """With fresh local workers this process scores the first scene itself (the workers fork
+    from it with numba's kernels loaded), the workers the rest: the same bytes as one process."""
+    file = _write_jsonl(tmp_path / "a.jsonl", _perfect(episodes))
+    evaluate_run(dataset, file, tmp_path / "one", split=SPLIT, run_name="run")
+    evaluate_module._GEODESICS.clear()
+    evaluate_run(dataset, file, tmp_path / "two", split=SPLIT, run_name="run", executor=2)
+    kept = [Path(key[0]) for key in evaluate_module._GEODESICS]
+    evaluate_module._GEODESICS.clear()
+    scenes = sorted(set(load_checked_split(dataset, SPLIT).scene_files))
+    assert len(scenes) > 1 and kept == scenes[:1]
+    for name in ("episodes.jsonl", "metrics.json", "table2.md", "table3.csv"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
 def test_a_scene_task_carries_its_own_episodes_ground_truth_only(
     dataset: Path, episodes: list[Episode], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

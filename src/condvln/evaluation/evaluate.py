@@ -58,7 +58,7 @@ import platform
 import sys
 import zlib
 from collections import Counter, OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -387,7 +387,7 @@ def score_split(
         tasks.append(
             (dataset_dir, scene_file, [episodes[i] for i in indices], mine, split, options, own)
         )
-    scored_scenes = ordered_map(_score_scene, tasks, executor, key=_scene_task_key)
+    scored_scenes = _score_scenes(tasks, executor)
     for indices, scored in zip(groups, scored_scenes, strict=True):
         for i, record in zip(indices, scored, strict=True):
             records[i] = record
@@ -396,6 +396,23 @@ def score_split(
 
 _ScoreTask = tuple[Path, Path, list[Mapping[str, Any]], Predictions, str, MetricOptions, Any]
 _GEODESICS: OrderedDict[tuple[str, int, int], SceneGeodesic] = OrderedDict()
+
+
+def _score_scenes(
+    tasks: list[_ScoreTask], executor: int | Executor | PinnedProcesses
+) -> Iterator[list[Record]]:
+    """Each task's records, in order, on ``executor``.
+
+    Fresh local worker processes fork from this one after it has scored the first scene
+    itself, so they inherit numba's set-up and the kernels that scene loaded instead of each
+    loading them again (about 0.4 s of two workers' 2,050 episodes).
+    """
+    local = None if isinstance(executor, PinnedProcesses) else Executor.of(executor)
+    if local is None or local.kind != "local" or local.workers < 2 or len(tasks) < 2:
+        yield from ordered_map(_score_scene, tasks, executor, key=_scene_task_key)
+        return
+    yield _score_scene(tasks[0])
+    yield from ordered_map(_score_scene, tasks[1:], executor)
 
 
 def _scene_task_key(task: _ScoreTask) -> int:
