@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 import pytest
 
-from condvln.benchmark import ITHOR_ROOMS, RunSpec, run_benchmark
+from condvln.benchmark import ITHOR_ROOMS, RunSpec, _write_reports, run_benchmark
 from condvln.dataset.generate import GenerateConfig
 from condvln.errors import ConfigError
 from condvln.scene.sources.ithor import ithor_scene_names
@@ -79,6 +80,19 @@ def test_benchmark_reports_the_ithor_group_per_source(tmp_path: Path) -> None:
     assert all(s["radius"] == 0.5 for e in episodes for s in e["info"]["condvln"]["subgoals"])
     for name in ("results.json", "report.html", "eval/oracle_linear/metrics.json"):
         assert (out / "ithor" / name).is_file(), name
+    # with two workers the two groups' reports are written at once, the same bytes
+    folders = [out / "ithor", out]
+    serial = [(f / "report.html").read_bytes() for f in folders]
+    bars: list[tuple[str, int]] = []
+    advanced: list[str] = []
+
+    def progress(label: str, total: int) -> Callable[[], None]:
+        bars.append((label, total))
+        return lambda: advanced.append(label)
+
+    _write_reports(folders, 2, progress)
+    assert [(f / "report.html").read_bytes() for f in folders] == serial
+    assert bars == [("reports", 2)] and advanced == ["reports"] * 2
     results = orjson.loads((out / "results.json").read_bytes())
     assert results["groups"]["procedural"] == {
         "folder": ".",

@@ -37,7 +37,14 @@ from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.errors import ConfigError
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.io import atomic_write_bytes, output_lock, output_path, read_json
-from condvln.parallel.executors import Executor, PinnedProcesses, one_ray_session, pinned
+from condvln.parallel.executors import (
+    Executor,
+    PinnedProcesses,
+    default_workers,
+    one_ray_session,
+    ordered_map,
+    pinned,
+)
 from condvln.provenance import provenance
 from condvln.scene.sources.ithor import ROOM_KINDS, SCENES_PER_KIND
 from condvln.vlnce import SPLITS, load_split
@@ -282,7 +289,7 @@ def _benchmark(
         "metric_options": dataclasses.asdict(options),
         "provenance": provenance(),
     }
-    results = _write_results(out, groups, datasets, summaries, common, progress)
+    results = _write_results(out, groups, datasets, summaries, common, executor, progress)
     return {"results": results, "tables": tables, "records": records}
 
 
@@ -384,11 +391,10 @@ def _write_results(
     datasets: list[tuple[Path, list[float]]],
     summaries: dict[str, dict[str, Any]],
     common: dict[str, Any],
+    executor: Executor,
     progress: Progress | None,
 ) -> dict[str, Any]:
     """``results.json`` and the HTML report, of the benchmark and of each other group."""
-    from condvln.report.html import write_report
-
     results = {
         **common,
         "dataset": str(datasets[0][0]),
@@ -416,9 +422,30 @@ def _write_results(
             atomic_write_bytes(
                 group.folder / "results.json", orjson.dumps(own, option=orjson.OPT_INDENT_2)
             )
-            write_report(group.folder, group.folder / "report.html", progress=progress)
             described["runs"] = summaries[group.name]
         results["groups"][group.name] = described
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))
-    write_report(out, out / "report.html", progress=progress)
+    folders = [g.folder for g in groups if g.folder != out] + [out]
+    _write_reports(folders, min(executor.workers, default_workers()), progress)
     return results
+
+
+def _write_reports(folders: list[Path], workers: int, progress: Progress | None) -> None:
+    """Each folder's ``report.html``: one after the other, or up to ``workers`` at once in
+    local processes (a report is one process's work; the iTHOR group's and the procedural
+    one's take about as long)."""
+    if workers < 2 or len(folders) < 2:
+        for folder in folders:
+            _write_report(folder, progress)
+        return
+    advance = progress("reports", len(folders)) if progress else None
+    parallel = Executor("local", min(workers, len(folders)))
+    for _ in ordered_map(_write_report, folders, parallel, on_done=advance):
+        pass
+
+
+def _write_report(folder: Path, progress: Progress | None = None) -> None:
+    """``folder``'s HTML report, ``report.html`` (imported here: matplotlib is slow to load)."""
+    from condvln.report.html import write_report
+
+    write_report(folder, folder / "report.html", progress=progress)
