@@ -54,7 +54,6 @@ def run_once(out: Path, workers: int, sizes: dict[str, int | None]) -> dict[str,
     import condvln.agents.run as run_module
     import condvln.benchmark as bench
     import condvln.evaluation.evaluate as evaluate_module
-    import condvln.report.html as html_module
 
     stages: dict[str, float] = {}
 
@@ -74,7 +73,7 @@ def run_once(out: Path, workers: int, sizes: dict[str, int | None]) -> dict[str,
         lambda d, t, o, *_, run_name, **__: f"evaluate {run_name} ({group(o)})",
         evaluate_module.evaluate_run,
     )
-    html_module.write_report = _timed(stages, lambda *_, **__: "reports", html_module.write_report)
+    bench._write_reports = _timed(stages, lambda *_, **__: "reports", bench._write_reports)
     config = bench.SMALL.model_copy(
         update={
             k: v for k, v in (("scenes", sizes["scenes"]), ("per_scene", sizes["per_scene"])) if v
