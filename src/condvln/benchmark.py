@@ -40,7 +40,6 @@ from condvln.io import atomic_write_bytes, output_lock, output_path, read_json
 from condvln.parallel.executors import (
     Executor,
     PinnedProcesses,
-    default_workers,
     one_ray_session,
     ordered_map,
     pinned,
@@ -426,7 +425,8 @@ def _write_results(
         results["groups"][group.name] = described
     atomic_write_bytes(out / "results.json", orjson.dumps(results, option=orjson.OPT_INDENT_2))
     folders = [g.folder for g in groups if g.folder != out] + [out]
-    _write_reports(folders, min(executor.workers, default_workers()), progress)
+    # on Ray, one after the other: forking a process that holds a Ray session is not safe
+    _write_reports(folders, executor.workers if executor.kind == "local" else 1, progress)
     return results
 
 
