@@ -71,3 +71,37 @@ def test_flat_detections_are_remembered_and_approached() -> None:
     assert remembered.box is not None and remembered.box.size == pytest.approx((1.0, 0.0, 0.8))
     point = sim.map_view().approach(*rug)
     assert point is not None and math.dist(point, rug[0]) <= 1.5
+
+
+def _open_room() -> Simulator:
+    room = Room(
+        id="r", room_type="bedroom", label="Bedroom", floor_polygon=((0, 0), (6, 0), (6, 5), (0, 5))
+    )
+    return Simulator(Scene(id="s", source="test", rooms=(room,)), ObservationProtocol())
+
+
+def test_exploring_from_the_agents_position_keeps_no_field_of_it() -> None:
+    # The field from where the agent stands answers one question; kept, it would push the
+    # fields of waypoints and goals (solved again for every path to them) out of the cache.
+    from condvln.agents.skills import Explorer
+
+    sim = _open_room()
+    explorer = Explorer(sim.map_view())
+    explorer.scanned.add(0)  # the room is scanned: the coverage points are next
+    point, room_index = explorer.next_target((0.7, 0.0, 0.6))
+    assert room_index is None and math.dist(point, (0.7, 0.0, 0.6)) < 2.0
+    assert list(sim.navigator._cache) == []
+
+
+def test_the_nearest_target_is_the_smallest_geodesic_distance() -> None:
+    view = _open_room().map_view()
+    here = (0.7, 0.0, 0.6)
+    targets = [(5.0, 0.0, 4.0), (9.0, 0.0, 1.0), (1.5, 0.0, 2.5), (3.0, 0.0, 0.6)]
+    distances = view.distances_from(here, targets)
+    assert distances[1] is None  # outside the room
+    assert view.nearest(here, targets) == 2 == min((d, i) for i, d in enumerate(distances) if d)[1]
+    assert view.nearest(here, targets[1:2]) is None
+    assert view.nearest(here, targets[3:]) == 0  # one target: reachable without a field
+    assert view.nearest((9.0, 0.0, 1.0), targets) is None  # the agent is off the map
+    assert view.nearest(here, [targets[2], targets[2]]) == 0  # ties: the first
+    assert view.nearest(here, []) is None

@@ -209,6 +209,15 @@ def test_cache_is_lru_bounded(house: GridNavigator) -> None:
     assert nav.distance_field((1.0, 0.0, 1.0)) is not f1
 
 
+def test_a_field_not_kept_leaves_the_cache_as_it_was(house: GridNavigator) -> None:
+    nav = GridNavigator(house.scene, config=GridConfig(cache_size=2), area=house.area)
+    kept = nav.distance_field((1.0, 0.0, 1.0))
+    once = nav.distance_field((2.0, 0.0, 1.0), keep=False)
+    assert list(nav._cache) == [(1.0, 1.0)]
+    assert np.array_equal(once.values, nav.distance_field((2.0, 0.0, 1.0)).values)
+    assert nav.distance_field((1.0, 0.0, 1.0), keep=False) is kept  # a kept field still answers
+
+
 def test_fields_are_deterministic(house: GridNavigator) -> None:
     again = GridNavigator(house.scene)
     goal = (7.5, 0.0, 1.0)

@@ -209,7 +209,7 @@ class Explorer:
         rooms = [r for r in self.rooms if r not in self.scanned and r not in self.dropped]
         if rooms:
             points = [self.rooms[r] for r in rooms]
-            best = self._nearest(position, points)
+            best = self.map.nearest(position, points)
             if best is not None:
                 return points[best], rooms[best]
             self.dropped.update(rooms)
@@ -217,16 +217,11 @@ class Explorer:
         if open_.size == 0:
             return None
         points = [tuple(map(float, self.coverage[i])) for i in open_]
-        best = self._nearest(position, points)  # type: ignore[arg-type]
+        best = self.map.nearest(position, points)
         if best is None:
             self.visited[open_] = True
             return None
         return points[best], None  # type: ignore[return-value]
-
-    def _nearest(self, position: Vec3, points: list[Vec3]) -> int | None:
-        dists = self.map.distances_from(position, points)
-        reachable = [(d, i) for i, d in enumerate(dists) if d is not None]
-        return min(reachable)[1] if reachable else None
 
 
 def _wrap(angle: float) -> float:

@@ -260,8 +260,11 @@ class GridNavigator:
 
     # --- fields and distances ----------------------------------------------------------------
 
-    def distance_field(self, goal: Sequence[float]) -> GridField:
+    def distance_field(self, goal: Sequence[float], *, keep: bool = True) -> GridField:
         """The (cached) distance field to ``goal``.
+
+        ``keep=False`` solves a field that is not cached without caching it: for one-off seeds
+        (an agent's own position) that would push out the fields of goals that recur.
 
         Raises:
             Unreachable: When ``goal`` is not within ``max_snap`` of the main region.
@@ -279,6 +282,8 @@ class GridNavigator:
             return self._cache[key]
         values, reached = self._solve(seed)
         field = GridField(self, self.point(*seed), values, reached)
+        if not keep:
+            return field
         self._cache[key] = field
         if len(self._cache) > self.config.cache_size:
             self._cache.popitem(last=False)

@@ -27,6 +27,7 @@ from scipy import ndimage
 
 from condvln.nav import GridNavigator, Unreachable
 from condvln.nav.geodesic import choose_approach
+from condvln.nav.protocol import as_points
 from condvln.scene.model import AABB, SceneObject, Vec3
 
 COVERAGE_SPACING = 2.5
@@ -64,6 +65,28 @@ class MapView:
         return [
             None if masked else float(v) for v, masked in zip(values.data, values.mask, strict=True)
         ]
+
+    def nearest(self, point: Sequence[float], targets: ArrayLike) -> int | None:
+        """Index of the target geodesically nearest to ``point`` (the first on ties), or ``None``
+        when no target is reachable: the smallest of :meth:`distances_from`.
+
+        The field from ``point`` is not kept: asked from where the agent stands, it seldom
+        recurs, and kept it would push out the fields of the goals that do. One target needs no
+        field at all: the navigable area is one connected region, so a target is reachable
+        exactly when both ends are on it.
+        """
+        ends = np.vstack([as_points(point), np.asarray(targets, dtype=np.float64).reshape(-1, 3)])
+        if len(ends) == 1:
+            return None
+        if len(ends) == 2:
+            return 0 if self._nav.locate(ends[:, [0, 2]])[3].all() else None
+        try:
+            field = self._nav.distance_field(point, keep=False)
+        except Unreachable:
+            return None
+        values = field.query(ends[1:])
+        (reachable,) = np.nonzero(~np.ma.getmaskarray(values))
+        return int(reachable[np.argmin(values.data[reachable])]) if reachable.size else None
 
     def is_navigable(self, point: Sequence[float]) -> bool:
         """Whether the agent may stand at ``point``."""
