@@ -218,6 +218,33 @@ def test_a_field_not_kept_leaves_the_cache_as_it_was(house: GridNavigator) -> No
     assert nav.distance_field((1.0, 0.0, 1.0), keep=False) is kept  # a kept field still answers
 
 
+@pytest.mark.parametrize(
+    "seed", [(1.0, 1.0), (2.4, 2.9), (5.0, 2.0), (0.3, 0.27), (8.71, 3.76), (8.7, 0.3)]
+)
+def test_the_seed_disc_level_set_near_the_seed_solves_the_full_field(
+    house: GridNavigator, seed: tuple[float, float]
+) -> None:
+    # The level set is the distance to the seed only near its disc (1.0 beyond); fast
+    # marching must give the field of the distance at every cell, bit for bit, also where
+    # the window around the seed meets the grid's border (the last two seeds).
+    import skfmm
+
+    from condvln.nav.geodesic import _seed_phi
+
+    area, xy = house.area, np.array(seed)
+    cell, rho = area.frame.cell_size, min(2.0 * area.frame.cell_size, area.agent.radius)
+    xs, zs = area.frame.all_centres()
+    exact = np.hypot(xs - xy[0], zs - xy[1]) - rho
+    near = _seed_phi(area, xy, rho)
+    assert np.array_equal(near > 0, exact > 0) and not np.array_equal(near, exact)
+    fields = [
+        skfmm.distance(np.ma.MaskedArray(phi, mask=~area.free), dx=cell, order=2)
+        for phi in (exact, near)
+    ]
+    assert np.array_equal(fields[0].mask, fields[1].mask)
+    assert np.array_equal(fields[0].data, fields[1].data)
+
+
 def test_fields_are_deterministic(house: GridNavigator) -> None:
     again = GridNavigator(house.scene)
     goal = (7.5, 0.0, 1.0)

@@ -415,9 +415,25 @@ class GridNavigator:
 # --- solvers -----------------------------------------------------------------------------------
 
 
-def _seed_distance(area: NavArea, seed: FloatArray) -> FloatArray:
-    xs, zs = area.frame.all_centres()
-    return np.hypot(xs - seed[0], zs - seed[1])
+def _seed_phi(area: NavArea, seed: FloatArray, rho: float) -> FloatArray:
+    """The level set whose zero contour is the disc of radius ``rho`` around ``seed``: the
+    distance to ``seed`` minus ``rho`` at the cell centres within a few cells of the disc, 1.0
+    (outside it) beyond.
+
+    scikit-fmm reads ``phi``'s values only at the cells beside its zero contour and its sign
+    elsewhere, so the field solved is the one from the distance at every cell, bit for bit,
+    without computing that distance for the whole grid at every solve.
+    """
+    frame = area.frame
+    reach = math.ceil(rho / frame.cell_size) + 3
+    (row,), (col,), _ = frame.cells(seed)
+    r0, r1 = max(row - reach, 0), min(row + reach + 1, frame.shape[0])
+    c0, c1 = max(col - reach, 0), min(col + reach + 1, frame.shape[1])
+    xs = frame.origin[0] + (np.arange(c0, c1) + 0.5) * frame.cell_size
+    zs = frame.origin[1] + (np.arange(r0, r1) + 0.5) * frame.cell_size
+    phi = np.ones(frame.shape)
+    phi[r0:r1, c0:c1] = np.hypot(xs[np.newaxis, :] - seed[0], zs[:, np.newaxis] - seed[1]) - rho
+    return phi
 
 
 def _solve_fmm(area: NavArea, seed: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
@@ -430,7 +446,7 @@ def _solve_fmm(area: NavArea, seed: FloatArray) -> tuple[FloatArray, NDArray[np.
 
     cell = area.frame.cell_size
     rho = min(2.0 * cell, area.agent.radius)
-    phi = np.ma.MaskedArray(_seed_distance(area, seed) - rho, mask=~area.free)
+    phi = np.ma.MaskedArray(_seed_phi(area, seed, rho), mask=~area.free)
     if not (phi > 0).any():
         return np.where(area.free, phi.data + rho, 0.0), area.free.copy()
     solved = skfmm.distance(phi, dx=cell, order=2)
