@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import binomtest
 
 from condvln.errors import ConfigError
 from condvln.evaluation.aggregate import (
@@ -33,6 +34,16 @@ def test_wilson_known_values() -> None:
     assert hi == 1.0 and 0 < lo < 1
     with pytest.raises(ConfigError):
         wilson_interval(1, 2, confidence=1.5)
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.9, 0.99])
+def test_wilson_equals_scipys_binomtest_to_the_last_bit(confidence: float) -> None:
+    for n in [*range(1, 31), 148, 263, 2050]:
+        for k in sorted({*range(min(n, 30) + 1), n // 3, n - 1, n}):
+            ci = binomtest(k, n).proportion_ci(1 - (1 - confidence), method="wilson")
+            assert wilson_interval(k, n, confidence) == (float(ci.low), float(ci.high)), (k, n)
+    with pytest.raises(ValueError, match="3 successes in 2 trials"):
+        wilson_interval(3, 2)
 
 
 def test_bootstrap_is_deterministic_with_a_seed() -> None:
@@ -83,6 +94,27 @@ def test_breakdown_by_one_and_two_keys() -> None:
     assert both[("procthor", 1)]["success"].mean == 0.5
     assert both[("procthor", 1)] == aggregate(recs[0:1] + recs[3:4], ["success"], seed=3)
     assert set(both) == {("procthor", 1), ("procthor", 2), ("replicacad", 1), (None, 3)}
+
+
+@pytest.mark.parametrize("metrics", [None, ["spl", "success", "plw_success"]])
+def test_a_breakdown_group_equals_the_aggregate_of_its_records(metrics: list[str] | None) -> None:
+    """Columns are converted once for all records and cut into groups: the same aggregates as
+    aggregating each group's own records, including which metrics a group has at all."""
+    rng = np.random.default_rng(5)
+    recs: list[dict[str, object]] = []
+    for i in range(90):
+        rec: dict[str, object] = {"source": ["a", "b", None][i % 3], "spl": float(rng.uniform())}
+        rec["success"] = int(rng.integers(2)) if i % 7 else None
+        rec["reference_path_length"] = None if i % 11 == 0 else float(rng.uniform(1, 9))
+        rec["plw_success"] = rec["spl"]
+        if rec["source"] == "b":
+            rec["bsa"] = 1.0 if i % 2 else None  # a metric only one group has
+        recs.append(rec)
+    got = breakdown(recs, "source", metrics, seed=9)
+    for (source,), aggs in got.items():
+        group = [r for r in recs if r["source"] == source]
+        assert aggs == aggregate(group, metrics, seed=9)
+    assert ("bsa" in got[("b",)], "bsa" in got[("a",)]) == (metrics is None, False)
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -26,7 +27,7 @@ from typing import Any, Literal
 import numba
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import binomtest
+from scipy.special import ndtri
 
 from condvln.errors import ConfigError
 from condvln.evaluation.specs import METRICS, MetricSpec
@@ -69,16 +70,28 @@ def _alpha(confidence: float) -> float:
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval | None:
-    """Wilson score interval of a binomial proportion (scipy's ``binomtest`` ``proportion_ci``);
-    ``None`` for ``n == 0``.
+    """Wilson score interval of a binomial proportion; ``None`` for ``n == 0``.
+
+    The closed form of Newcombe (1998), method 3, computed as scipy's
+    ``binomtest(successes, n).proportion_ci(confidence, method="wilson")`` computes it (the
+    same numbers to the last bit) without the binomial test's p-value, which cost most of an
+    evaluation's aggregation time.
 
     >>> tuple(round(x, 4) for x in wilson_interval(8, 10))
     (0.4902, 0.9433)
     """
+    if not 0 <= successes <= n:
+        raise ValueError(f"{successes} successes in {n} trials")
     if n == 0:
         return None
-    ci = binomtest(successes, n).proportion_ci(1 - _alpha(confidence), method="wilson")
-    return float(ci.low), float(ci.high)
+    z = ndtri(0.5 + 0.5 * (1 - _alpha(confidence)))
+    p = successes / n
+    denom = 2 * (n + z**2)
+    center = (2 * n * p + z**2) / denom
+    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z**2)
+    low = 0.0 if successes == 0 else center - delta
+    high = 1.0 if successes == n else center + delta
+    return float(low), float(high)
 
 
 def weighted_mean(values: ArrayLike, weights: ArrayLike | None = None) -> float | None:
@@ -177,40 +190,55 @@ def _uses_wilson(spec: MetricSpec) -> bool:
     return spec.kind == "binary" and spec.weight_key is None
 
 
-def _column(
-    values: Sequence[Any], weights: Sequence[Any]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One column as float arrays: values and weights (0 where excluded) and the kept mask (an
-    episode is kept when neither its value nor its weight is ``None``)."""
+_Column = tuple[MetricSpec, np.ndarray, np.ndarray, np.ndarray]
+"""A metric's spec, then its values and weights as floats (0 where excluded) and the kept
+mask (an episode is kept when neither its value nor its weight is ``None``)."""
+
+
+def _column(spec: MetricSpec, values: Sequence[Any], weights: Sequence[Any]) -> _Column:
+    """One metric's column as float arrays."""
     if len(values) != len(weights):
         raise ValueError(f"{len(values)} values but {len(weights)} weights")
     keep = np.array([v is not None for v in values], dtype=bool)
     keep &= np.array([w is not None for w in weights], dtype=bool)
     v = np.array(values, dtype=float)  # None becomes NaN, then 0 below
     w = np.array(weights, dtype=float)
-    return np.where(keep, v, 0.0), np.where(keep, w, 0.0), keep
+    return spec, np.where(keep, v, 0.0), np.where(keep, w, 0.0), keep
+
+
+def _record_columns(
+    records: Sequence[Mapping[str, Any]], names: Iterable[str]
+) -> dict[str, _Column]:
+    """The named metrics' columns over ``records`` (a missing key is excluded, like ``None``)."""
+    columns = {}
+    for name in names:
+        spec = METRICS.get(name)
+        key = spec.weight_key
+        weights = [1.0] * len(records) if key is None else [r.get(key) for r in records]
+        columns[name] = _column(spec, [r.get(name) for r in records], weights)
+    return columns
+
+
+def _rows(column: _Column, rows: np.ndarray) -> _Column:
+    """The column of the records at ``rows`` only."""
+    spec, values, weights, kept = column
+    return spec, values[rows], weights[rows], kept[rows]
 
 
 def _aggregate_columns(
-    columns: Mapping[str, tuple[MetricSpec, Sequence[Any], Sequence[Any]]],
-    seed: int,
-    confidence: float,
-    n_resamples: int,
+    columns: Mapping[str, _Column], seed: int, confidence: float, n_resamples: int
 ) -> dict[str, Aggregate]:
-    """Aggregate named ``(spec, values, weights)`` columns of equal length (``None`` = excluded)."""
+    """Aggregate named columns of equal length."""
     n = len(next(iter(columns.values()))[1]) if columns else 0
-    values, weights, kept = {}, {}, {}
-    for name, (_, vals, wts) in columns.items():
-        values[name], weights[name], kept[name] = _column(vals, wts)
-    boot = [name for name, (spec, _, _) in columns.items() if not _uses_wilson(spec)]
+    boot = [name for name, column in columns.items() if not _uses_wilson(column[0])]
     intervals: dict[str, Interval | None] = {}
     if boot and n:
-        stacked = [np.stack([d[b] for b in boot], axis=1) for d in (values, weights)]
+        stacked = [np.stack([columns[b][i] for b in boot], axis=1) for i in (1, 2)]
         rng = np.random.default_rng(seed)
         intervals = dict(zip(boot, _bootstrap(*stacked, rng, confidence, n_resamples), strict=True))
     out = {}
-    for name, (spec, _, _) in columns.items():
-        v, w = values[name][kept[name]], weights[name][kept[name]]
+    for name, (spec, values, weights, kept) in columns.items():
+        v, w = values[kept], weights[kept]
         if _uses_wilson(spec):
             intervals[name] = wilson_interval(int(v.sum()), v.size, confidence)
         lo, hi = intervals.get(name) or (None, None)
@@ -243,7 +271,8 @@ def aggregate_values(
     (0.75, 2, 1, 'bootstrap')
     """
     w = [1.0] * len(values) if weights is None else weights
-    return _aggregate_columns({name: (spec, values, w)}, seed, confidence, n_resamples)[name]
+    column = _column(spec, values, w)
+    return _aggregate_columns({name: column}, seed, confidence, n_resamples)[name]
 
 
 def aggregate(
@@ -272,20 +301,17 @@ def aggregate(
         ``{metric: Aggregate}`` in registry order.
     """
     names = [n for n in METRICS if any(n in r for r in records)] if metrics is None else metrics
-    columns = {}
-    for name in names:
-        spec = METRICS.get(name)
-        key = spec.weight_key
-        weights = [1.0] * len(records) if key is None else [r.get(key) for r in records]
-        columns[name] = (spec, [r.get(name) for r in records], weights)
-    return _aggregate_columns(columns, seed, confidence, n_resamples)
+    return _aggregate_columns(_record_columns(records, names), seed, confidence, n_resamples)
 
 
 def breakdown(
     records: Sequence[Mapping[str, Any]],
     by: str | Sequence[str],
     metrics: Iterable[str] | None = None,
-    **options: Any,
+    *,
+    seed: int = 0,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
 ) -> dict[tuple[Any, ...], dict[str, Aggregate]]:
     """The same aggregates per group of records sharing the values of the ``by`` key(s).
 
@@ -294,7 +320,9 @@ def breakdown(
         by: a key (``"source"``) or keys (``("category", "depth")``); a missing key groups as
             ``None``.
         metrics: as for :func:`aggregate`.
-        **options: ``seed``, ``confidence``, ``n_resamples`` of :func:`aggregate`.
+        seed: bootstrap seed (every group's resamples are drawn from it).
+        confidence: interval level.
+        n_resamples: bootstrap resamples.
 
     Returns:
         ``{group values tuple: {metric: Aggregate}}``, groups sorted by their string form.
@@ -305,11 +333,25 @@ def breakdown(
     {('a',): 0.5, ('b',): 0.0}
     """
     keys = (by,) if isinstance(by, str) else tuple(by)
-    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = defaultdict(list)
-    for record in records:
-        groups[tuple(record.get(k) for k in keys)].append(record)
-    names = None if metrics is None else list(metrics)
-    return {group: aggregate(groups[group], names, **options) for group in sorted(groups, key=str)}
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for index, record in enumerate(records):
+        groups[tuple(record.get(k) for k in keys)].append(index)
+    if metrics is None:  # as for aggregate: the metrics present in some record of the group
+        names = [n for n in METRICS if any(n in r for r in records)]
+        present = {n: np.array([n in r for r in records], dtype=bool) for n in names}
+    else:
+        names, present = list(metrics), {}
+    columns = _record_columns(records, names)  # converted once, then cut into the groups
+    out = {}
+    for group in sorted(groups, key=str):
+        rows = np.array(groups[group])
+        cut = {
+            name: _rows(column, rows)
+            for name, column in columns.items()
+            if metrics is not None or present[name][rows].any()
+        }
+        out[group] = _aggregate_columns(cut, seed, confidence, n_resamples)
+    return out
 
 
 _INVARIANTS = (
