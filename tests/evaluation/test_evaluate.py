@@ -9,6 +9,7 @@ import io
 import itertools
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -285,7 +286,8 @@ def test_a_scene_task_carries_its_own_episodes_ground_truth_only(
     real = evaluate_module.ordered_map
 
     def recording(function: Any, tasks: list[tuple[Any, ...]], *args: Any, **kw: Any) -> Any:
-        sent.extend(tasks)
+        if function is evaluate_module._score_scene:
+            sent.extend(tasks)
         return real(function, tasks, *args, **kw)
 
     monkeypatch.setattr(evaluate_module, "ordered_map", recording)
@@ -421,6 +423,46 @@ def test_malformed_dataset_episode(dataset: Path, episodes: list[Episode], tmp_p
     preds = _write_jsonl(tmp_path / "p.jsonl", _perfect(episodes))
     with pytest.raises(FormatError, match="episode 1: field 'goals': missing"):
         evaluate_run(broken, preds, tmp_path / "out", split=SPLIT)
+
+
+def _read_noting_the_process(path: Path) -> Any:
+    """:func:`read_predictions`, appending the reading process's id to ``$READERS_FILE``."""
+    with Path(os.environ["READERS_FILE"]).open("a") as out:
+        out.write(f"{os.getpid()}\n")
+    return read_predictions(path)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_bad_predictions_file_is_reported_before_a_bad_split(
+    dataset: Path, tmp_path: Path, workers: int
+) -> None:
+    """With two workers the predictions are read in another process while this one reads the
+    split; when both are malformed the predictions' error still comes first."""
+    broken = tmp_path / "ds"
+    shutil.copytree(dataset, broken)
+    doc = json.loads(gzip.decompress(split_path(broken, SPLIT).read_bytes()))
+    del doc["episodes"][0]["goals"]
+    dump_gz(split_path(broken, SPLIT), doc)
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(_jsonl_line(1, [[0, 0, 0], [0, 0, float("nan")]]))
+    with pytest.raises(FormatError, match="field 'positions': must be finite"):
+        evaluate_run(broken, preds, tmp_path / "out", split=SPLIT, executor=workers)
+    assert not (tmp_path / "out").exists()
+
+
+def test_two_workers_read_the_predictions_in_another_process(
+    dataset: Path, episodes: list[Episode], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = _write_jsonl(tmp_path / "a.jsonl", _perfect(episodes))
+    readers = tmp_path / "readers"
+    monkeypatch.setenv("READERS_FILE", str(readers))
+    monkeypatch.setattr(evaluate_module, "read_predictions", _read_noting_the_process)
+    evaluate_run(dataset, file, tmp_path / "one", split=SPLIT, run_name="run")
+    evaluate_run(dataset, file, tmp_path / "two", split=SPLIT, run_name="run", executor=2)
+    here, other = readers.read_text().split()
+    assert here == str(os.getpid()) != other
+    for name in ("episodes.jsonl", "metrics.json"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
 
 
 # --- malformed predictions ------------------------------------------------------------------

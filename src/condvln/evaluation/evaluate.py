@@ -72,7 +72,7 @@ from rich.text import Text
 
 from condvln import __version__
 from condvln.dataset.schema import DESIGN_FIELDS, load_checked_split
-from condvln.errors import ConfigError, FormatError, ValidationError
+from condvln.errors import CondVLNError, ConfigError, FormatError, ValidationError
 from condvln.evaluation.aggregate import aggregate, breakdown, check_invariants, pair_consistency
 from condvln.evaluation.metrics import DEFAULT_OPTIONS, MetricOptions
 from condvln.evaluation.predictions import (
@@ -97,7 +97,7 @@ from condvln.evaluation.tables import (
 from condvln.io import atomic_write_bytes, dumps_json, output_lock, output_path, read_json
 from condvln.nav import ExactField, ExactNavigator, GridConfig, Unreachable
 from condvln.nav._visibility import metric_rows
-from condvln.parallel.executors import Executor, PinnedProcesses, ordered_map
+from condvln.parallel.executors import Executor, PinnedProcesses, in_background, ordered_map
 from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
 from condvln.scene.model import Scene
@@ -511,27 +511,37 @@ def _group_name(values: tuple[Any, ...]) -> str:
     return ",".join("null" if v is None else str(v) for v in values)
 
 
-def _breakdowns(records: Sequence[Record], seed: int) -> Record:
-    """``{key: {group: {"episodes": n, "metrics": {metric: aggregate}}}}`` for the main metrics."""
-    out: Record = {}
-    for key in BREAKDOWN_KEYS:
-        sizes = Counter(r.get(key) for r in records)
-        out[key] = {
-            _group_name(group): {
-                "episodes": sizes[group[0]],
-                "metrics": {k: a.to_dict() for k, a in aggs.items()},
-            }
-            for group, aggs in breakdown(records, key, MAIN_METRICS, seed=seed).items()
+def _breakdowns(
+    records: Sequence[Record], seed: int, executor: int | Executor | PinnedProcesses
+) -> Record:
+    """``{key: {group: {"episodes": n, "metrics": {metric: aggregate}}}}`` for the main metrics,
+    a key a task on ``executor`` (each key's bootstrap resamples every record)."""
+    tasks = [(records, key, seed) for key in BREAKDOWN_KEYS]
+    return dict(zip(BREAKDOWN_KEYS, ordered_map(_key_breakdown, tasks, executor), strict=True))
+
+
+def _key_breakdown(task: tuple[Sequence[Record], str, int]) -> Record:
+    """The breakdown of the main metrics by one key (an executor task)."""
+    records, key, seed = task
+    sizes = Counter(r.get(key) for r in records)
+    return {
+        _group_name(group): {
+            "episodes": sizes[group[0]],
+            "metrics": {k: a.to_dict() for k, a in aggs.items()},
         }
-    return out
+        for group, aggs in breakdown(records, key, MAIN_METRICS, seed=seed).items()
+    }
 
 
-def summarize(records: Sequence[Record], *, seed: int = 0) -> Record:
+def summarize(
+    records: Sequence[Record], *, seed: int = 0, executor: int | Executor | PinnedProcesses = 1
+) -> Record:
     """Aggregates, pair consistency, invariant checks, failure categories and breakdowns.
 
     Args:
         records: per-episode records (:func:`score_split` output).
         seed: bootstrap seed.
+        executor: where the breakdowns are computed (a task per key; the same numbers anywhere).
 
     Returns:
         The ``metrics.json`` body without the run counts.
@@ -547,7 +557,7 @@ def summarize(records: Sequence[Record], *, seed: int = 0) -> Record:
         "failure_categories": {
             c: {"count": failures[c], "share": failures[c] / n} for c in FAILURE_CATEGORIES
         },
-        "breakdowns": _breakdowns(records, seed),
+        "breakdowns": _breakdowns(records, seed, executor),
     }
 
 
@@ -679,8 +689,10 @@ def metrics_and_tables(
     options: MetricOptions,
     gt_file: str | None,
     seed: int,
+    executor: int | Executor | PinnedProcesses = 1,
 ) -> tuple[Record, dict[str, Any]]:
-    """The ``metrics.json`` content and Tables 2 / 3 of one run's scored records."""
+    """The ``metrics.json`` content and Tables 2 / 3 of one run's scored records (breakdowns
+    computed on ``executor``)."""
     fidelity = fidelity_summary(records, options, gt_file)
     metrics = {
         "run": name,
@@ -688,7 +700,7 @@ def metrics_and_tables(
         "legend": legend_lines(fidelity),
         "counts": counts,
         "fidelity": fidelity,
-        **summarize(records, seed=seed),
+        **summarize(records, seed=seed, executor=executor),
     }
     runs = {name: list(records)}
     note = fidelity_note(fidelity)
@@ -801,6 +813,32 @@ def _known_split(split: str | None) -> str | None:
     return split
 
 
+def _read_inputs(
+    dataset_dir: Path,
+    predictions_path: Path,
+    split: str | None,
+    executor: int | Executor | PinnedProcesses,
+) -> tuple[str, Predictions, list[dict[str, Any]], tuple[dict[str, Any], str | None]]:
+    """The split (``None``: told from the predicted ids), the predictions, the split's checked
+    episodes and its ground-truth locations with their file.
+
+    With several local processes the predictions are read in one of them while this process
+    reads the split (they are the two largest inputs); a bad predictions file is still the
+    error reported first, as when the files are read one after the other.
+    """
+    with in_background(read_predictions, predictions_path, executor) as predicted:
+        split = split or choose_split(dataset_dir, list(predicted()))
+        try:
+            episodes = load_split_episodes(dataset_dir, split)
+            if not episodes:
+                raise ConfigError(f"split {split!r} of {dataset_dir} has no episodes")
+            locations = gt_locations(dataset_dir, split)
+        except CondVLNError:
+            predicted()
+            raise
+        return split, predicted(), episodes, locations
+
+
 def evaluate_run(
     dataset_dir: str | Path,
     predictions_path: str | Path,
@@ -840,19 +878,18 @@ def evaluate_run(
     dataset_dir, out_dir = Path(dataset_dir), output_path(out_dir)
     predictions_path, run_manifest = run_input(Path(predictions_path))
     split = _known_split(split or (run_manifest or {}).get("split"))
-    predictions = read_predictions(predictions_path)
-    split = split or choose_split(dataset_dir, list(predictions))
-    episodes = load_split_episodes(dataset_dir, split)
-    if not episodes:
-        raise ConfigError(f"split {split!r} of {dataset_dir} has no episodes")
+    split, predictions, episodes, (locations, gt_file) = _read_inputs(
+        dataset_dir, predictions_path, split, executor
+    )
     split_ids = {e["episode_id"] for e in episodes}
     episodes = shard.select(episodes) if shard else episodes
-    locations, gt_file = gt_locations(dataset_dir, split)
     records = score_split(dataset_dir, episodes, predictions, split, options, locations, executor)
     name = run_name or run_name_of(predictions_path, run_manifest)
     counts = _counts(records, predictions, split_ids)
     gt_rel = None if gt_file is None else str(Path(gt_file).relative_to(dataset_dir))
-    metrics, tables = metrics_and_tables(name, split, records, counts, options, gt_rel, seed)
+    metrics, tables = metrics_and_tables(
+        name, split, records, counts, options, gt_rel, seed, executor
+    )
     manifest = _manifest(dataset_dir, predictions_path, split, seed, options) | {"run": name}
     if shard is not None:
         manifest["shard"] = shard.to_json(len(split_ids))

@@ -1,6 +1,6 @@
 """Executors: run independent tasks in local processes or on a Ray cluster, in a fixed order.
 
-Two shapes of work cover the pipeline:
+The shapes of work in the pipeline:
 
 * :func:`ordered_map` — a pure function over items (generation: one task per scene; evaluation:
   one task per scene's episodes). Results come back in input order for every executor, so the
@@ -8,6 +8,8 @@ Two shapes of work cover the pipeline:
 * :class:`PinnedProcesses` — local processes kept for several :func:`ordered_map` calls, each
   item always on the same process (by a key), so a process can keep what it computed for its
   items between calls (generation's sampling rounds keep each scene's distance fields).
+* :func:`in_background` — one call started in a forked local process while the caller goes on
+  (``evaluate`` reads the predictions there while it reads the split).
 * :func:`actor_map` — stateful workers built once (``condvln run``: one agent per worker, Ray
   actors with ``--agent-resources``) that each take tasks; results come back as tasks finish and
   the caller sorts them.
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import multiprocessing
 import os
 import signal
 import sys
@@ -38,6 +41,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 import orjson
@@ -404,6 +408,38 @@ def pinned(
         yield processes
 
 
+@contextmanager
+def in_background(
+    function: Callable[[T], R], item: T, executor: int | Executor | PinnedProcesses
+) -> Iterator[Callable[[], R]]:
+    """A getter of ``function(item)``, which starts at once in a process forked for it when
+    ``executor`` means several local processes (so the caller's own work overlaps it) and
+    elsewhere runs in this process when first asked for. The getter returns the result, or
+    raises what ``function`` raised; a forked process ends with the block.
+
+    >>> with in_background(sorted, [3, 1, 2], 1) as result:
+    ...     result()
+    [1, 2, 3]
+    """
+    if isinstance(executor, PinnedProcesses):
+        several = executor.workers > 1
+    else:
+        plain = Executor.of(executor)
+        several = plain.kind == "local" and plain.workers > 1
+    if not several:
+        computed: list[R] = []
+
+        def here() -> R:
+            if not computed:
+                computed.append(function(item))
+            return computed[0]
+
+        yield here
+        return
+    with ProcessPoolExecutor(max_workers=1) as process:
+        yield process.submit(function, item).result
+
+
 def ordered_map(
     function: Callable[[T], R],
     items: Sequence[T],
@@ -413,8 +449,9 @@ def ordered_map(
 ) -> Iterator[R]:
     """``map(function, items)`` on ``executor``, yielding results in input order.
 
-    ``function`` must be importable by module and name (a module-level function), and items
-    and results picklable. On :class:`PinnedProcesses`, ``key(item)`` chooses the process
+    ``function`` must be importable by module and name (a module-level function), and results
+    picklable. Forked local workers inherit the items (a task names an item by its position);
+    elsewhere each item is pickled to the worker that takes it, so it must be picklable. On :class:`PinnedProcesses`, ``key(item)`` chooses the process
     (default: the item's position).
     """
     if isinstance(executor, PinnedProcesses):
@@ -431,11 +468,35 @@ def ordered_map(
             if on_done:
                 on_done()
         return
-    with ProcessPoolExecutor(max_workers=executor.workers) as pool:
-        for result in pool.map(function, items, chunksize=1):
+    forked = multiprocessing.get_start_method() == "fork"
+    with ProcessPoolExecutor(
+        max_workers=executor.workers,
+        initializer=_keep_items if forked else None,
+        initargs=(items,) if forked else (),
+    ) as pool:
+        if forked:
+            results = pool.map(partial(_call_on_kept, function), range(len(items)), chunksize=1)
+        else:
+            results = pool.map(function, items, chunksize=1)
+        for result in results:
             yield result
             if on_done:
                 on_done()
+
+
+_KEPT: Sequence[Any] = ()
+"""A forked pool worker's items (:func:`ordered_map`)."""
+
+
+def _keep_items(items: Sequence[Any]) -> None:
+    """Keep ``items`` in this pool worker (its initializer, given them when it forked)."""
+    global _KEPT
+    _KEPT = items
+
+
+def _call_on_kept(function: Callable[[T], R], index: int) -> R:
+    """``function`` of the kept item ``index`` (a forked pool worker's task)."""
+    return function(_KEPT[index])
 
 
 def follow_cwd(cwd: str) -> None:
