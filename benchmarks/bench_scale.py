@@ -29,6 +29,11 @@ Ray, 1 and 2 workers, ``--repeats`` times each (median), every time cold as a fr
 down after it); the results are checked byte-identical across settings:
 
     PYTHONPATH=src python benchmarks/bench_scale.py --evaluate [--eval-houses 80 --per-scene 50 --repeats 5]
+
+With ``--evaluate --fresh`` each local evaluation runs in a Python process of its own (imports
+apart, its clock holds every cost a command pays once, numba's kernels included), one worker
+and two workers alternating in each of ``--repeats`` rounds, so the machine's drift falls on
+both; it prints the medians, their efficiency and the median of the rounds' efficiencies.
 """
 
 from __future__ import annotations
@@ -195,15 +200,66 @@ def _evaluate_cold(dataset: Path, run: Path, out: Path, kind: str, workers: int)
             ray.shutdown()
 
 
+_FRESH_EVALUATION = """
+import sys, time
+from condvln.evaluation.evaluate import evaluate_run
+started = time.perf_counter()
+evaluate_run(sys.argv[1], sys.argv[2], sys.argv[3], executor=int(sys.argv[4]))
+print(time.perf_counter() - started)
+"""
+
+
+def _evaluate_fresh(dataset: Path, run: Path, out: Path, workers: int) -> float:
+    """Seconds of one ``evaluate_run`` in a fresh Python process, imports apart."""
+    args = [str(dataset), str(run), str(out), str(workers)]
+    done = subprocess.run(
+        [sys.executable, "-c", _FRESH_EVALUATION, *args], check=True, capture_output=True, text=True
+    )
+    return float(done.stdout.split()[-1])
+
+
+def _evaluation_input(root: Path, houses: int, per_scene: int) -> None:
+    """``root/ds`` of ``houses`` houses and ``root/run``, ``condition_blind`` on its train split."""
+    generate_dataset(GenerateConfig(scenes=houses, per_scene=per_scene), root / "ds", workers=2)
+    summary = run_agent(
+        "condition_blind", root / "ds", "train", root / "run", executor=Executor("local", 2)
+    )
+    print(f"{summary.episodes:,} train episodes of {houses} houses, each evaluation cold")
+
+
+def evaluate_scaling_fresh(houses: int, per_scene: int, repeats: int) -> None:
+    """Seconds of scoring one run in fresh processes, 1 and 2 local workers alternating."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        _evaluation_input(root, houses, per_scene)
+        times: dict[int, list[float]] = {1: [], 2: []}
+        for round_ in range(repeats):
+            for workers in (1, 2):
+                out = root / f"eval{workers}"
+                times[workers].append(_evaluate_fresh(root / "ds", root / "run", out, workers))
+            print(
+                f"round {round_ + 1}: {times[1][-1]:6.2f} s with 1 worker, {times[2][-1]:6.2f} s "
+                f"with 2; load average {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+        one, two = statistics.median(times[1]), statistics.median(times[2])
+        rounds = statistics.median(a / (2 * b) for a, b in zip(times[1], times[2], strict=True))
+        print(
+            f"evaluate local, fresh processes: {one:.2f} / {two:.2f} s with 1 / 2 workers "
+            f"(medians of {repeats}), efficiency {one / (2 * two):.2f}; median of the rounds' "
+            f"efficiencies {rounds:.2f}"
+        )
+        same = (root / "eval1" / "episodes.jsonl").read_bytes() == (
+            root / "eval2" / "episodes.jsonl"
+        ).read_bytes()
+        print(f"episode records byte-identical with 1 and 2 workers: {same}")
+
+
 def evaluate_scaling(houses: int, per_scene: int, repeats: int) -> None:
     """Median seconds of scoring one run per setting, and the efficiency at 2 workers."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        generate_dataset(GenerateConfig(scenes=houses, per_scene=per_scene), root / "ds", workers=2)
-        summary = run_agent(
-            "condition_blind", root / "ds", "train", root / "run", executor=Executor("local", 2)
-        )
-        print(f"{summary.episodes:,} train episodes of {houses} houses, each evaluation cold")
+        _evaluation_input(root, houses, per_scene)
         medians, outputs = {}, {}
         for kind in ("local", "ray"):
             for workers in (1, 2):
@@ -239,10 +295,12 @@ def main() -> None:
     parser.add_argument("--evaluate", action="store_true", help="measure evaluate's scaling")
     parser.add_argument("--eval-houses", type=int, default=80)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--fresh", action="store_true", help="--evaluate in fresh processes")
     opts = parser.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if opts.evaluate:
-        evaluate_scaling(opts.eval_houses, opts.per_scene, opts.repeats)
+        scaling = evaluate_scaling_fresh if opts.fresh else evaluate_scaling
+        scaling(opts.eval_houses, opts.per_scene, opts.repeats)
         return
     if opts.houses:
         scale_in_practice(opts.houses, opts.per_scene, opts.settings)
