@@ -97,7 +97,13 @@ from condvln.evaluation.tables import (
 from condvln.io import atomic_write_bytes, dumps_json, output_lock, output_path, read_json
 from condvln.nav import ExactField, ExactNavigator, GridConfig, Unreachable
 from condvln.nav._visibility import metric_rows
-from condvln.parallel.executors import Executor, PinnedProcesses, in_background, ordered_map
+from condvln.parallel.executors import (
+    Executor,
+    PinnedProcesses,
+    fresh_local_workers,
+    in_background,
+    ordered_map,
+)
 from condvln.parallel.shards import Shard
 from condvln.provenance import provenance
 from condvln.scene.model import Scene
@@ -407,8 +413,7 @@ def _score_scenes(
     itself, so they inherit numba's set-up and the kernels that scene loaded instead of each
     loading them again (about 0.4 s of two workers' 2,050 episodes).
     """
-    local = None if isinstance(executor, PinnedProcesses) else Executor.of(executor)
-    if local is None or local.kind != "local" or local.workers < 2 or len(tasks) < 2:
+    if not fresh_local_workers(executor) or len(tasks) < 2:
         yield from ordered_map(_score_scene, tasks, executor, key=_scene_task_key)
         return
     yield _score_scene(tasks[0])

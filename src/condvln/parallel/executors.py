@@ -8,7 +8,7 @@ The shapes of work in the pipeline:
 * :class:`PinnedProcesses` — local processes kept for several :func:`ordered_map` calls, each
   item always on the same process (by a key), so a process can keep what it computed for its
   items between calls (generation's sampling rounds keep each scene's distance fields).
-* :func:`in_background` — one call started in a forked local process while the caller goes on
+* :func:`in_background` — one call started in another local process while the caller goes on
   (``evaluate`` reads the predictions there while it reads the split).
 * :func:`actor_map` — stateful workers built once (``condvln run``: one agent per worker, Ray
   actors with ``--agent-resources``) that each take tasks; results come back as tasks finish and
@@ -397,22 +397,32 @@ def pinned(
 ) -> Iterator[int | Executor | PinnedProcesses]:
     """:class:`PinnedProcesses` for the block when ``executor`` means several local processes;
     otherwise ``executor`` itself (one process, Ray, or processes already pinned)."""
-    if isinstance(executor, PinnedProcesses):
+    workers = fresh_local_workers(executor)
+    if not workers:
         yield executor
         return
-    plain = Executor.of(executor)
-    if plain.kind != "local" or plain.workers <= 1:
-        yield executor
-        return
-    with PinnedProcesses(plain.workers) as processes:
+    with PinnedProcesses(workers) as processes:
         yield processes
+
+
+def fresh_local_workers(executor: int | Executor | PinnedProcesses) -> int:
+    """The local processes ``executor`` would start afresh: its workers when it means two or
+    more local processes, else 0 (one process, Ray, or processes already pinned).
+
+    >>> fresh_local_workers(2), fresh_local_workers(1), fresh_local_workers(Executor("ray", 2))
+    (2, 0, 0)
+    """
+    if isinstance(executor, PinnedProcesses):
+        return 0
+    plain = Executor.of(executor)
+    return plain.workers if plain.kind == "local" and plain.workers > 1 else 0
 
 
 @contextmanager
 def in_background(
     function: Callable[[T], R], item: T, executor: int | Executor | PinnedProcesses
 ) -> Iterator[Callable[[], R]]:
-    """A getter of ``function(item)``, which starts at once in a process forked for it when
+    """A getter of ``function(item)``, which starts at once in another local process when
     ``executor`` means several local processes (so the caller's own work overlaps it) and
     elsewhere runs in this process when first asked for. The getter returns the result, or
     raises what ``function`` raised; a forked process ends with the block.
@@ -424,8 +434,7 @@ def in_background(
     if isinstance(executor, PinnedProcesses):
         several = executor.workers > 1
     else:
-        plain = Executor.of(executor)
-        several = plain.kind == "local" and plain.workers > 1
+        several = fresh_local_workers(executor) > 0
     if not several:
         computed: list[R] = []
 
@@ -451,8 +460,8 @@ def ordered_map(
 
     ``function`` must be importable by module and name (a module-level function), and results
     picklable. Forked local workers inherit the items (a task names an item by its position);
-    elsewhere each item is pickled to the worker that takes it, so it must be picklable. On :class:`PinnedProcesses`, ``key(item)`` chooses the process
-    (default: the item's position).
+    elsewhere each item is pickled to the worker that takes it, so it must be picklable. On
+    :class:`PinnedProcesses`, ``key(item)`` chooses the process (default: the item's position).
     """
     if isinstance(executor, PinnedProcesses):
         yield from executor.map(function, items, key, on_done)
