@@ -110,6 +110,8 @@ def test_bad_names_and_seeds(cli, args: tuple[str, ...], needle: str) -> None:
 
 def test_graph_summary_and_export(cli, tmp_path: Path) -> None:
     from condvln.graph import build_scene_graph, load_graph, summarize
+    from condvln.graph.serialize import graph_to_dict
+    from condvln.io import dumps_json
 
     out_file = tmp_path / "g.json"
     result = cli("graph", "4", "--predicate", "near", "--limit", "3", "--out", str(out_file))
@@ -119,7 +121,23 @@ def test_graph_summary_and_export(cli, tmp_path: Path) -> None:
     assert f"{summary['ordered_pairs']} ordered pairs" in result.stdout
     assert f"{summary['undecided']} undecided facts" in result.stdout
     assert " near " in result.stdout
+    written = orjson.loads(out_file.read_bytes())
+    built = orjson.loads(dumps_json(graph_to_dict(graph)))
+    assert written == built, (
+        f"the file and this process differ at {_first_difference(written, built)}"
+    )
     assert load_graph(out_file) == graph
+
+
+def _first_difference(a: Any, b: Any, path: str = "$") -> str:
+    """The JSON path of the first value where ``a`` and ``b`` differ, with both values."""
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+        key = next(k for k in a if a[k] != b[k])
+        return _first_difference(a[key], b[key], f"{path}.{key}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        i = next(i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)
+        return _first_difference(a[i], b[i], f"{path}[{i}]")
+    return f"{path}: {a!r} in the file, {b!r} here"
 
 
 def test_graph_unknown_predicate_is_a_one_line_error(cli) -> None:
