@@ -8,7 +8,13 @@ of its largest other process (local workers; Ray's workers, raylet and stores), 
 ``/proc`` every 0.2 s (Linux), episodes kept and the dataset's size on disk:
 
     PYTHONPATH=src python benchmarks/bench_scale.py --houses 1000 [--per-scene 30] \\
-        [--settings local:1 local:2 ray:2]
+        [--settings local:1 local:2 ray:2] [--repeats 1]
+
+With ``--repeats R`` the settings take turns in each of R rounds, so the machine's drift falls on
+all of them; it then prints each setting's median times and, for a kind with 1 and 2 workers, the
+scaling efficiency of ``generate`` and ``run`` at 2 workers (issue 33 item 4) from the medians
+and as the median of the rounds' efficiencies. Every setting and round must write the same split
+files and the same predictions (checked by digest and printed).
 
 The agent sleeps ``--sleep`` seconds per act (a stand-in for a model on a GPU) and stops after
 ``--steps`` actions. Each setting runs twice, with two episode counts; the difference gives the
@@ -39,6 +45,7 @@ both; it prints the medians, their efficiency and the median of the rounds' effi
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -156,28 +163,79 @@ def _size_mib(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
 
 
-def scale_in_practice(houses: int, per_scene: int, settings: list[str]) -> None:
-    """Generate ``houses`` houses and run one baseline per setting (``local:2``, ``ray:1``, …)."""
+def _digest(folder: Path, names: tuple[str, ...]) -> str:
+    """SHA-256 of the files below ``folder/NAME`` for each of ``names``, paths included."""
+    digest = hashlib.sha256()
+    for name in names:
+        for path in sorted((folder / name).rglob("*")):
+            if path.is_file():
+                digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _one_setting(root: Path, setting: str, houses: int, per_scene: int) -> dict[str, float]:
+    """``condvln generate`` then ``condvln run --agent condition_blind`` in fresh commands; print
+    their times and memory; return the two times and digests of the splits and predictions."""
+    kind, workers = setting.split(":")
+    dataset, run = root / f"ds-{kind}{workers}", root / f"run-{kind}{workers}"
+    common = ["-j", workers, "--executor", kind]
+    gen = _command(["generate", "--scenes", str(houses), "--per-scene", str(per_scene),
+                    "--out", str(dataset), "--overwrite", *common])  # fmt: skip
+    stats = json.loads((dataset / "stats.json").read_text())
+    episodes = stats["splits"]["val_unseen"]
+    ran = _command(["run", "--agent", "condition_blind", "--dataset", str(dataset),
+                    "--split", "val_unseen", "--out", str(run), "--restart", *common])  # fmt: skip
+    print(
+        f"{setting:8} generate {gen['seconds']:7.1f} s (own {gen['own']:6.0f} MiB, "
+        f"largest other {gen['other']:6.0f} MiB; {sum(stats['splits'].values()):,} "
+        f"episodes, {_size_mib(dataset):.0f} MiB on disk) | run {episodes:,} val_unseen "
+        f"episodes {ran['seconds']:6.1f} s (own {ran['own']:5.0f} MiB, largest other "
+        f"{ran['other']:5.0f} MiB) | load average {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
+    return {
+        "generate": gen["seconds"],
+        "run": ran["seconds"],
+        "splits": _digest(dataset, (*stats["splits"], "pairs")),
+        "predictions": _digest(run, ("predictions.json", "trajectories.jsonl")),
+    }
+
+
+def scale_in_practice(houses: int, per_scene: int, settings: list[str], repeats: int) -> None:
+    """Generate ``houses`` houses and run one baseline per setting (``local:2``, ``ray:1``, …),
+    the settings in turn in each of ``repeats`` rounds; with several rounds, print the medians
+    and, where a kind has 1 and 2 workers, its scaling efficiency at 2 workers."""
     print(f"{houses} houses × {per_scene}; load average before: {os.getloadavg()[0]:.2f}")
+    results: dict[str, list[dict[str, float]]] = {s: [] for s in settings}
     with tempfile.TemporaryDirectory() as tmp:
-        for setting in settings:
-            kind, workers = setting.split(":")
-            dataset, run = Path(tmp) / f"ds-{kind}{workers}", Path(tmp) / f"run-{kind}{workers}"
-            common = ["-j", workers, "--executor", kind]
-            gen = _command(["generate", "--scenes", str(houses), "--per-scene", str(per_scene),
-                            "--out", str(dataset), *common])  # fmt: skip
-            stats = json.loads((dataset / "stats.json").read_text())
-            episodes = stats["splits"]["val_unseen"]
-            ran = _command(["run", "--agent", "condition_blind", "--dataset", str(dataset),
-                            "--split", "val_unseen", "--out", str(run), *common])  # fmt: skip
-            print(
-                f"{setting:8} generate {gen['seconds']:7.1f} s (own {gen['own']:6.0f} MiB, "
-                f"largest other {gen['other']:6.0f} MiB; {sum(stats['splits'].values()):,} "
-                f"episodes, {_size_mib(dataset):.0f} MiB on disk) | run {episodes:,} val_unseen "
-                f"episodes {ran['seconds']:6.1f} s (own {ran['own']:5.0f} MiB, largest other "
-                f"{ran['other']:5.0f} MiB) | load average {os.getloadavg()[0]:.2f}",
-                flush=True,
-            )
+        for round_ in range(repeats):
+            if repeats > 1:
+                print(f"round {round_ + 1} of {repeats}", flush=True)
+            for setting in settings:
+                results[setting].append(_one_setting(Path(tmp), setting, houses, per_scene))
+    for key in ("splits", "predictions"):
+        same = len({r[key] for rounds in results.values() for r in rounds}) == 1
+        print(f"{key} byte-identical in every setting and round: {same}")
+    if repeats > 1:
+        _print_scaling(results)
+
+
+def _print_scaling(results: dict[str, list[dict[str, float]]]) -> None:
+    """Median times per setting and, per kind with 1 and 2 workers, the efficiency at 2."""
+    for setting, rounds in results.items():
+        medians = {k: statistics.median(r[k] for r in rounds) for k in ("generate", "run")}
+        print(f"{setting:8} medians of {len(rounds)}: generate {medians['generate']:.1f} s, "
+              f"run {medians['run']:.1f} s")  # fmt: skip
+    for kind in ("local", "ray"):
+        one, two = results.get(f"{kind}:1"), results.get(f"{kind}:2")
+        if not (one and two):
+            continue
+        for key in ("generate", "run"):
+            t1, t2 = [r[key] for r in one], [r[key] for r in two]
+            rounds = statistics.median(a / (2 * b) for a, b in zip(t1, t2, strict=True))
+            efficiency = statistics.median(t1) / (2 * statistics.median(t2))
+            print(f"{kind:5} {key:8} scaling efficiency at 2 workers {efficiency:.2f} (medians); "
+                  f"median of the rounds' efficiencies {rounds:.2f}")  # fmt: skip
 
 
 def _evaluate_cold(dataset: Path, run: Path, out: Path, kind: str, workers: int) -> float:
@@ -294,16 +352,18 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", default=["local:1", "local:2", "ray:1", "ray:2"])
     parser.add_argument("--evaluate", action="store_true", help="measure evaluate's scaling")
     parser.add_argument("--eval-houses", type=int, default=80)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--repeats", type=int, help="rounds (default: 5 with --evaluate, 1 with --houses)"
+    )
     parser.add_argument("--fresh", action="store_true", help="--evaluate in fresh processes")
     opts = parser.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if opts.evaluate:
         scaling = evaluate_scaling_fresh if opts.fresh else evaluate_scaling
-        scaling(opts.eval_houses, opts.per_scene, opts.repeats)
+        scaling(opts.eval_houses, opts.per_scene, opts.repeats or 5)
         return
     if opts.houses:
-        scale_in_practice(opts.houses, opts.per_scene, opts.settings)
+        scale_in_practice(opts.houses, opts.per_scene, opts.settings, opts.repeats or 1)
         return
     import ray
 

@@ -107,3 +107,28 @@ def test_test_split_budgets_and_oracle_texts_come_from_the_answers(dataset: Path
         labels = answers[str(spec.episode_id)]["info"]["condvln"]
         assert spec.step_budget == linear.step_budget == labels["step_budget"]
         assert linear.instruction == labels["oracle_instruction"] != spec.instruction
+
+
+def test_pool_tasks_keep_each_scene_whole_unless_it_is_a_large_share() -> None:
+    from condvln.agents.runner.episodes import EpisodeSpec
+    from condvln.agents.runner.pool import _tasks
+
+    sizes = {"big": 100, "mid": 30, **{f"s{k}": 3 + k for k in range(10)}}  # 205 episodes
+    specs = [
+        EpisodeSpec(f"{scene}-{i}", scene, (0.0, 0.0, 0.0), 0.0, "", 9)
+        for scene, n in sizes.items()
+        for i in range(n)
+    ]
+    tasks = _tasks(specs[::-1], batch=1, workers=2)
+    # a task holds at most 26 episodes (205 over 2 workers × 4): "big" and "mid" are split
+    # evenly, every other scene is one task; the largest tasks come first
+    assert [(t[0].scene_id, len(t)) for t in tasks] == [
+        *[("big", 25)] * 4,
+        *[("mid", 15)] * 2,
+        *[(f"s{k}", 3 + k) for k in range(9, -1, -1)],
+    ]
+    assert all(len({s.scene_id for s in t}) == 1 for t in tasks)
+    assert [s.episode_id for t in tasks for s in t if s.scene_id == "mid"] == [
+        f"mid-{i}" for i in sorted(range(30), key=str)
+    ]
+    assert sorted(s.episode_id for t in tasks for s in t) == sorted(s.episode_id for s in specs)

@@ -1,10 +1,11 @@
 """The worker pool: episode workers in this process, in local processes or as Ray actors.
 
-Each worker builds its agent once (:class:`~condvln.agents.runner.loop.EpisodeWorker`); tasks
-are chunks of one scene's episodes (``CHUNK × batch`` in scene order for batched agents), so a
-worker loads a scene and builds its navigator once. Records come back as episodes finish (pool
-workers send each one at once), and the caller sorts them; a dead worker process ends the run
-with every finished episode kept.
+Each worker builds its agent once (:class:`~condvln.agents.runner.loop.EpisodeWorker`); a task
+is a scene's episodes, whole unless the scene is a large share of the run (``CHUNK × batch`` in
+scene order for batched agents), so a worker loads a scene, builds its navigator and solves each
+goal's distance field once. Records come back as episodes finish (pool workers send each one at
+once), and the caller sorts them; a dead worker process ends the run with every finished episode
+kept.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from condvln.errors import ConfigError
 from condvln.parallel.executors import Executor, actor_map, follow_cwd
 
 CHUNK = 8
-"""Episodes per parallel task (all of one scene)."""
+"""The smallest cap on a task's episodes (a batched agent's task: ``CHUNK × batch`` episodes)."""
+SPREAD = 4
+"""A task holds at most a ``SPREAD``-th of a worker's share of the run (or ``CHUNK`` episodes), so
+the run's last tasks are short."""
 
 _WORKER: EpisodeWorker | ConfigError | None = None
 _RECORDS: Any = None
@@ -68,17 +72,31 @@ class RayEpisodeWorker:
         return list(self.worker.run(specs))
 
 
-def _tasks(specs: Iterable[EpisodeSpec], batch: int) -> list[list[EpisodeSpec]]:
-    """Pool tasks: chunks of one scene (``CHUNK`` episodes), or ``CHUNK × batch`` in scene order."""
+def _tasks(specs: Iterable[EpisodeSpec], batch: int, workers: int) -> list[list[EpisodeSpec]]:
+    """Pool tasks, largest first: each scene's episodes whole, or in near-equal pieces when a
+    scene holds more than a ``SPREAD``-th of a worker's share (at least ``CHUNK``); for batched
+    agents ``CHUNK × batch`` episodes in scene order.
+
+    A worker keeps one scene's navigator and its distance fields while the scene lasts, so a
+    scene split over two workers is prepared twice; largest first keeps the last tasks short.
+
+    >>> pose = ((0.0, 0.0, 0.0), 0.0)
+    >>> specs = [EpisodeSpec(i, s, *pose, "", 9) for s, n in (("a", 3), ("b", 30)) for i in range(n)]
+    >>> [(t[0].scene_id, len(t)) for t in _tasks(specs, batch=1, workers=2)]
+    [('b', 8), ('b', 8), ('b', 7), ('b', 7), ('a', 3)]
+    """
     ordered = sorted(specs, key=lambda s: (s.scene_id, id_key(s.episode_id)))
     if batch > 1:
         size = CHUNK * batch
         return [ordered[i : i + size] for i in range(0, len(ordered), size)]
-    chunks = []
+    most = max(CHUNK, -(-len(ordered) // (workers * SPREAD)))
+    pieces = []
     for _, group in itertools.groupby(ordered, key=lambda s: s.scene_id):
         items = list(group)
-        chunks.extend(items[i : i + CHUNK] for i in range(0, len(items), CHUNK))
-    return chunks
+        count = -(-len(items) // most)
+        bounds = [len(items) * k // count for k in range(count + 1)]
+        pieces.extend(items[a:b] for a, b in itertools.pairwise(bounds))
+    return sorted(pieces, key=len, reverse=True)
 
 
 def execute(
@@ -87,7 +105,7 @@ def execute(
     """Records of every episode as they finish (one agent per worker, created once)."""
     workers = executor.workers
     if executor.kind == "ray":
-        tasks = _tasks(specs, config.batch_size)
+        tasks = _tasks(specs, config.batch_size, workers)
         for records in actor_map(
             RayEpisodeWorker, (config, os.getcwd()), "run_task", tasks, executor
         ):
@@ -111,7 +129,7 @@ def _execute_pool(
         initializer=_init_pool_worker,
         initargs=(config, records),
     )
-    pending = {pool.submit(_pool_task, task) for task in _tasks(specs, config.batch_size)}
+    pending = {pool.submit(_pool_task, task) for task in _tasks(specs, config.batch_size, workers)}
     try:
         while pending or not records.empty():
             while not records.empty():
