@@ -55,6 +55,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from condvln.agents import run_agent
 from condvln.dataset.generate import GenerateConfig, generate_dataset
@@ -173,7 +174,7 @@ def _digest(folder: Path, names: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
-def _one_setting(root: Path, setting: str, houses: int, per_scene: int) -> dict[str, float]:
+def _one_setting(root: Path, setting: str, houses: int, per_scene: int) -> dict[str, Any]:
     """``condvln generate`` then ``condvln run --agent condition_blind`` in fresh commands; print
     their times and memory; return the two times and digests of the splits and predictions."""
     kind, workers = setting.split(":")
@@ -206,7 +207,7 @@ def scale_in_practice(houses: int, per_scene: int, settings: list[str], repeats:
     the settings in turn in each of ``repeats`` rounds; with several rounds, print the medians
     and, where a kind has 1 and 2 workers, its scaling efficiency at 2 workers."""
     print(f"{houses} houses × {per_scene}; load average before: {os.getloadavg()[0]:.2f}")
-    results: dict[str, list[dict[str, float]]] = {s: [] for s in settings}
+    results: dict[str, list[dict[str, Any]]] = {s: [] for s in settings}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(repeats):
             if repeats > 1:
@@ -220,7 +221,7 @@ def scale_in_practice(houses: int, per_scene: int, settings: list[str], repeats:
         _print_scaling(results)
 
 
-def _print_scaling(results: dict[str, list[dict[str, float]]]) -> None:
+def _print_scaling(results: dict[str, list[dict[str, Any]]]) -> None:
     """Median times per setting and, per kind with 1 and 2 workers, the efficiency at 2."""
     for setting, rounds in results.items():
         medians = {k: statistics.median(r[k] for r in rounds) for k in ("generate", "run")}
