@@ -3,8 +3,9 @@
 Each repeat runs the whole benchmark from scratch (datasets generated, every baseline run and
 scored, tables and reports written) in a fresh process and a fresh results folder, and times
 its stages: dataset generation per group, each run, each evaluation, the reports. The script
-prints the median wall time over the repeats, the load average before and after, and the
-median time of every stage. Target (issue 33): ≤ 5 min on 2 idle cores.
+prints the median wall time over the repeats, the load average before and after, the median
+time of every stage, and the peak resident memory of the job's process and of its largest
+worker process. Target (issue 33): ≤ 5 min on 2 idle cores.
 
     PYTHONPATH=src python benchmarks/bench_main_job.py [--repeats 5] [--workers 2]
         [--scenes N] [--per-scene N] [--ithor-rooms N] [--keep DIR]
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -86,7 +88,11 @@ def run_once(out: Path, workers: int, sizes: dict[str, int | None]) -> dict[str,
     bench.run_benchmark(out, config=config, ithor=ithor, workers=workers)
     wall = time.perf_counter() - start
     stages["other (tables, loading, results)"] = wall - sum(stages.values())
-    return {"wall": wall, "stages": stages}
+    peaks = {
+        "job": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "largest worker": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    }
+    return {"wall": wall, "stages": stages, "peak_rss_mib": peaks}
 
 
 def _load() -> str:
@@ -178,6 +184,7 @@ def main() -> int:
         return 0
     walls: list[float] = []
     stages: dict[str, list[float]] = defaultdict(list)
+    peaks: dict[str, list[float]] = defaultdict(list)
     for repeat in range(args.repeats):
         out = Path(tempfile.mkdtemp(prefix="condvln-mainjob-")) / "results"
         before = _load()
@@ -188,8 +195,12 @@ def main() -> int:
         walls.append(result["wall"])
         for name, seconds in result["stages"].items():
             stages[name].append(seconds)
+        for name, mib in result["peak_rss_mib"].items():
+            peaks[name].append(mib)
+        rss = ", ".join(f"{name} {mib:.0f} MiB" for name, mib in result["peak_rss_mib"].items())
         print(
-            f"repeat {repeat + 1}: {result['wall']:.1f} s wall (load average {before} -> {_load()})"
+            f"repeat {repeat + 1}: {result['wall']:.1f} s wall (load average {before} -> {_load()}; "
+            f"peak RSS {rss})"
         )
         if args.keep and repeat == args.repeats - 1:
             shutil.rmtree(args.keep, ignore_errors=True)
@@ -198,6 +209,10 @@ def main() -> int:
     print(
         f"main job, {args.workers} workers, sizes {sizes}: median {statistics.median(walls):.1f} s "
         f"(min {min(walls):.1f}, max {max(walls):.1f}) over {len(walls)} repeats"
+    )
+    print(
+        "median peak RSS: "
+        + ", ".join(f"{name} {statistics.median(v):.0f} MiB" for name, v in peaks.items())
     )
     print("median per stage (s):")
     for name, values in sorted(stages.items(), key=lambda kv: -statistics.median(kv[1])):

@@ -269,12 +269,17 @@ def _benchmark(
     options: MetricOptions,
     progress: Progress | None,
 ) -> dict[str, Any]:
+    from condvln.agents.runner.loop import keeping_scenes
+
     datasets = [_group_dataset(g, split, executor, progress) for g in groups]
     records: dict[str, list[dict[str, Any]]] = {spec.name: [] for spec in runs}
     summaries: dict[str, dict[str, Any]] = {g.name: {} for g in groups}
     notes: dict[str, str] = {}  # per group: how nDTW was computed (the same for every run)
-    with pinned(executor) as scorers:  # each scene scored on one process, its fields kept
-        context = _RunContext(out, split, executor, scorers, protocol, options, progress)
+    # each scene run and scored on one process (or this one), which keeps its fields for the
+    # next agent; on Ray the actors are the runs' own
+    with pinned(executor) as processes, keeping_scenes():
+        runners = processes if isinstance(processes, PinnedProcesses) else executor
+        context = _RunContext(out, split, runners, processes, protocol, options, progress)
         for spec in runs:
             for group, (dataset, _) in zip(groups, datasets, strict=True):
                 result, summary, notes[group.name] = _run_and_score(spec, group, dataset, context)
@@ -298,7 +303,7 @@ class _RunContext:
 
     out: Path
     split: str
-    executor: Executor
+    runners: Executor | PinnedProcesses
     scorers: int | Executor | PinnedProcesses
     protocol: Mapping[str, Any] | None
     options: MetricOptions
@@ -322,7 +327,7 @@ def _run_and_score(
         run_dir,
         agent_args=spec.agent_args,
         protocol={**(ctx.protocol or {}), **spec.protocol},
-        executor=ctx.executor,
+        executor=ctx.runners,
         progress=_episode_progress(ctx.progress, f"run {label}"),
     )
     scored = ctx.progress(f"score {label}", 1) if ctx.progress is not None else None

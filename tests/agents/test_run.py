@@ -132,3 +132,75 @@ def test_pool_tasks_keep_each_scene_whole_unless_it_is_a_large_share() -> None:
         f"mid-{i}" for i in sorted(range(30), key=str)
     ]
     assert sorted(s.episode_id for t in tasks for s in t) == sorted(s.episode_id for s in specs)
+
+
+def test_kept_scenes_serve_the_next_run_and_change_no_result(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from condvln.agents.runner.loop import keeping_scenes, kept_scenes
+    from condvln.nav.geodesic import GridNavigator
+
+    solves: list[int] = []
+    solve = GridNavigator._solve
+    monkeypatch.setattr(
+        GridNavigator, "_solve", lambda nav, seed: solves.append(1) or solve(nav, seed)
+    )
+    run_agent("neurosymbolic", dataset, "train", tmp_path / "plain", limit=12)
+    plain = len(solves)
+    with keeping_scenes() as scenes:
+        assert kept_scenes() is scenes
+        run_agent("neurosymbolic", dataset, "train", tmp_path / "first", limit=12)
+        first = len(solves) - plain
+        run_agent("neurosymbolic", dataset, "train", tmp_path / "again", limit=12)
+        # every field the second run needs is kept: goals' and those from where it stood
+        assert len(solves) - plain - first == 0 and len(scenes.store) == first
+    assert kept_scenes() is None
+    assert 0 < first <= plain
+    for run in ("first", "again"):
+        for name in ("trajectories.jsonl", "predictions.json"):
+            assert (tmp_path / run / name).read_bytes() == (tmp_path / "plain" / name).read_bytes()
+
+
+def test_runs_on_pinned_processes_match_a_run_in_this_process(
+    dataset: Path, tmp_path: Path
+) -> None:
+    from condvln.parallel.executors import PinnedProcesses
+
+    protocol = {"miss_rate": 0.2, "false_detection_rate": 0.2}
+    run_agent("neurosymbolic", dataset, "train", tmp_path / "here", limit=20, protocol=protocol)
+    progress: list[tuple[int, int]] = []
+    with PinnedProcesses(2) as processes:
+        for name in ("pinned", "pinned-again"):
+            summary = run_agent(
+                "neurosymbolic",
+                dataset,
+                "train",
+                tmp_path / name,
+                limit=20,
+                protocol=protocol,
+                executor=processes,
+                progress=lambda d, t: progress.append((d, t)),
+            )
+            assert summary.ran == 20 and not summary.failures
+        with pytest.raises(ConfigError, match="unknown agent"):
+            run_agent("randm", dataset, "train", tmp_path / "bad", executor=processes)
+    assert progress[-1] == (20, 20) and len(progress) == 40
+    for name in ("trajectories.jsonl", "predictions.json"):
+        here = (tmp_path / "here" / name).read_bytes()
+        assert (tmp_path / "pinned" / name).read_bytes() == here
+        assert (tmp_path / "pinned-again" / name).read_bytes() == here
+
+
+def test_pinned_homes_balance_scenes_by_episodes() -> None:
+    from condvln.agents.runner.episodes import EpisodeSpec
+    from condvln.agents.runner.pool import _homes
+
+    sizes = {"a": 9, "b": 7, "c": 5, "d": 4, "e": 3}
+    specs = [
+        EpisodeSpec(f"{s}-{i}", s, (0.0, 0.0, 0.0), 0.0, "", 9)
+        for s, n in sizes.items()
+        for i in range(n)
+    ]
+    homes = _homes(specs[::-1], workers=2)
+    assert homes == {"a": 0, "b": 1, "c": 1, "d": 0, "e": 1}  # 13 and 15 episodes
+    assert _homes(specs, workers=2) == homes

@@ -20,6 +20,7 @@ from condvln.nav import (
     Unreachable,
     make_navigator,
 )
+from condvln.nav.geodesic import FieldStore
 from condvln.nav.habitat import HabitatNavigator
 from condvln.scene.model import Door, Room, Scene, SceneObject
 
@@ -216,6 +217,38 @@ def test_a_field_not_kept_leaves_the_cache_as_it_was(house: GridNavigator) -> No
     assert list(nav._cache) == [(1.0, 1.0)]
     assert np.array_equal(once.values, nav.distance_field((2.0, 0.0, 1.0)).values)
     assert nav.distance_field((1.0, 0.0, 1.0), keep=False) is kept  # a kept field still answers
+
+
+def test_a_field_store_keeps_every_field_under_its_byte_limit(house: GridNavigator) -> None:
+    one = house.distance_field((1.0, 0.0, 1.0)).values.size * 9  # float64 values + bool mask
+    store = FieldStore(limit=2 * one)
+    nav = GridNavigator(house.scene, area=house.area, store=store)
+    other = GridNavigator(house.scene, area=house.area, store=store)
+    goal = nav.distance_field((1.0, 0.0, 1.0))
+    assert np.array_equal(goal.values, house.distance_field((1.0, 0.0, 1.0)).values)
+    assert np.array_equal(goal.reached, house.distance_field((1.0, 0.0, 1.0)).reached)
+    here = nav.distance_field((2.0, 0.0, 1.0), keep=False)  # kept too, by its exact point
+    assert nav.distance_field((2.0, 0.0, 1.0), keep=False) is here
+    assert nav.distance_field((2.0004, 0.0, 1.0), keep=False) is not here  # not rounded
+    assert nav.distance_field((2.0, 0.0, 1.0)) is not here  # a goal's key is its own
+    assert len(store) == 2 and store.used == 2 * one  # the third pushed out the oldest
+    assert nav.distance_field((1.0, 0.0, 1.0)) is not goal
+    assert other.distance_field((1.0, 0.0, 1.0)) is not nav.distance_field((1.0, 0.0, 1.0))
+    assert len(store) == 2 and store.used == 2 * one
+    store.discard(nav)
+    assert len(store) == 1 and store.used == one
+    # a cold field (from where an agent stood) finds no room in a full store: it pushes out
+    # nothing, and is kept only while there is room
+    full = GridNavigator(house.scene, area=house.area, store=FieldStore(limit=2 * one))
+    a, b = full.distance_field((1.0, 0.0, 1.0)), full.distance_field((1.5, 0.0, 1.0))
+    c = full.distance_field((2.5, 0.0, 1.0), keep=False)
+    assert full.distance_field((2.5, 0.0, 1.0), keep=False) is not c
+    assert full.distance_field((1.0, 0.0, 1.0)) is a and full.distance_field((1.5, 0.0, 1.0)) is b
+    tiny = FieldStore(limit=1)  # the newest stays whatever its size
+    GridNavigator(house.scene, area=house.area, store=tiny).distance_field((1.0, 0.0, 1.0))
+    assert len(tiny) == 1
+    with pytest.raises(ValueError, match="at least 0"):
+        FieldStore(limit=-1)
 
 
 @pytest.mark.parametrize(

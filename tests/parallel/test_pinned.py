@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -47,3 +48,23 @@ def test_pinned_gives_processes_only_for_several_local_workers() -> None:
         assert isinstance(two, PinnedProcesses) and two.workers == 2
         with pinned(two) as same:
             assert same is two
+
+
+def _slow_pid_of(item: int) -> tuple[int, int]:
+    time.sleep(0.05)
+    return item, os.getpid()
+
+
+def test_dispatch_runs_each_item_once_at_home_and_lets_an_idle_process_help() -> None:
+    with PinnedProcesses(2) as processes:
+        pids = dict(processes.map(_pid_of, [0, 1]))  # process 0 and process 1
+        homed = list(processes.dispatch(_slow_pid_of, [0, 1], home=lambda i: i))
+        assert dict(homed) == pids  # each item at its home
+        everything_at_zero = list(processes.dispatch(_slow_pid_of, range(6), home=lambda i: 0))
+        assert sorted(i for i, _ in everything_at_zero) == list(range(6))
+        # process 1 has no items of its own: it takes process 0's last ones
+        helped = sorted(i for i, pid in everything_at_zero if pid == pids[1])
+        assert helped and helped[-1] == 5 and 0 not in helped
+        with pytest.raises(ValueError, match="item 3"):
+            list(processes.dispatch(_fail_on_three, [1, 2, 3, 4], home=lambda i: i))
+        assert sorted(processes.dispatch(_fail_on_three, [4, 5], home=lambda i: 0)) == [40, 50]

@@ -67,7 +67,7 @@ from condvln.agents.runner.resume import (
 from condvln.errors import CondVLNError, ConfigError
 from condvln.io import output_lock, output_path
 from condvln.options import build
-from condvln.parallel.executors import Executor
+from condvln.parallel.executors import Executor, PinnedProcesses
 from condvln.parallel.shards import Shard
 
 __all__ = [
@@ -136,7 +136,7 @@ def run_agent(
     out_dir: str | Path,
     options: RunOptions | None = None,
     *,
-    executor: Executor | None = None,
+    executor: Executor | PinnedProcesses | None = None,
     workers: int = 1,
     shard: Shard | None = None,
     progress: Progress | None = None,
@@ -157,7 +157,8 @@ def run_agent(
         out_dir: The run folder (created).
         options: The run's settings (defaults when omitted).
         executor: Where workers run (default: ``workers`` local processes); with Ray each
-            worker is an actor holding one agent.
+            worker is an actor holding one agent; on :class:`PinnedProcesses` (processes
+            serving several runs) each scene has a home process that keeps it for later runs.
         workers: Processes of the default executor (1: this process; always 1 for an agent
             server without ``act_batch``).
         shard: Run only this shard of the (limited) split; ``condvln merge`` joins shards.
@@ -253,7 +254,8 @@ def _record_run(
 def _local_agent(plan: Plan) -> Any:
     """The agent of an in-process run (built once); ``None`` when worker processes or Ray
     actors build their own."""
-    if plan.executor.workers > 1 or plan.executor.kind == "ray":
+    executor = plan.executor
+    if isinstance(executor, PinnedProcesses) or executor.workers > 1 or executor.kind == "ray":
         return None
     if plan.agent is not None:
         return plan.agent

@@ -13,6 +13,8 @@ Conventions (besides those of :mod:`condvln.nav.protocol`):
   main region) or farther away is **unreachable**.
 * A distance field is solved once per goal (fast marching by default, Dijkstra on the
   16-connected grid as the fallback) and cached (LRU, keyed by the goal rounded to 1 mm).
+  Navigators given one :class:`FieldStore` keep their fields there instead, under one memory
+  limit, one-off seeds' too (keyed by their exact coordinates).
   Field values carry the solver's error (fast marching: about ±1.5 cm on 5 cm cells).
 * :meth:`GridNavigator.distance` is the length of the any-angle shortest path: the field's
   steepest-descent chain of cells, string-pulled with exact grid line-of-sight. It is exact
@@ -25,7 +27,7 @@ from __future__ import annotations
 import importlib.util
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from functools import cached_property
 
 import numpy as np
@@ -43,6 +45,7 @@ from condvln.scene.model import Scene, SceneObject, Vec3
 
 __all__ = [
     "HAVE_SKFMM",
+    "FieldStore",
     "GeodesicField",
     "GridField",
     "GridNavigator",
@@ -142,6 +145,71 @@ class GridField:
         return np.ascontiguousarray(self.reached, dtype=np.bool_)
 
 
+class FieldStore:
+    """Distance fields of several navigators under one memory limit (the bytes of their arrays);
+    the least recently used go first, but never the newest.
+
+    A field put ``cold`` (one that may never be asked for again: from where an agent stood)
+    enters as the least recently used and stays only while there is room or once it is asked
+    for again, so a stream of one-off fields cannot push out the fields that recur; a pass over
+    more fields than fit keeps those it found room for, instead of none as plain LRU would.
+
+    A field is a pure function of its navigator's scene and seed, so a process that serves many
+    runs over the same scenes can keep its navigators and one store, and a field one agent
+    solved answers the next agent's identical query (the benchmark's workers do).
+
+    >>> from condvln.scene.model import Room, Scene
+    >>> room = Room(id="r", room_type="bedroom", label="Bedroom",
+    ...             floor_polygon=((0, 0), (4, 0), (4, 3), (0, 3)))
+    >>> store = FieldStore(limit=1 << 20)
+    >>> nav = GridNavigator(Scene(id="s", source="test", rooms=(room,)), store=store)
+    >>> field = nav.distance_field((1.0, 0.0, 1.0))
+    >>> field is nav.distance_field((1.0, 0.0, 1.0)), len(store), store.used == field.values.size * 9
+    (True, 1, True)
+    >>> nav.distance_field((2.0, 0.0, 2.0), keep=False) is nav.distance_field((2.0, 0.0, 2.0), keep=False)
+    True
+    """
+
+    def __init__(self, limit: int) -> None:
+        if limit < 0:
+            raise ValueError(f"limit must be at least 0 bytes, got {limit}")
+        self.limit = limit
+        self.used = 0
+        self._fields: OrderedDict[Hashable, GridField] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def get(self, key: Hashable) -> GridField | None:
+        """The field stored under ``key`` (now the most recently used), or ``None``."""
+        field = self._fields.get(key)
+        if field is not None:
+            self._fields.move_to_end(key)
+        return field
+
+    def put(self, key: Hashable, field: GridField, *, cold: bool = False) -> None:
+        """Keep ``field`` under ``key`` (``cold``: as the least recently used), dropping the least
+        recently used beyond the limit."""
+        old = self._fields.pop(key, None)
+        if old is not None:
+            self.used -= _field_bytes(old)
+        self._fields[key] = field
+        self.used += _field_bytes(field)
+        if cold:
+            self._fields.move_to_end(key, last=False)
+        while self.used > self.limit and len(self._fields) > 1:
+            self.used -= _field_bytes(self._fields.popitem(last=False)[1])
+
+    def discard(self, navigator: GridNavigator) -> None:
+        """Drop every field of ``navigator`` (keys are ``(navigator, ...)`` tuples)."""
+        for key in [k for k in self._fields if k[0] is navigator]:  # type: ignore[index]
+            self.used -= _field_bytes(self._fields.pop(key))
+
+
+def _field_bytes(field: GridField) -> int:
+    return field.values.nbytes + field.reached.nbytes
+
+
 class GridNavigator:
     """The built-in navigator: occupancy grid + fast marching (or Dijkstra) distance fields.
 
@@ -150,6 +218,8 @@ class GridNavigator:
         agent: The agent body (VLN-CE defaults when omitted).
         config: Grid settings (defaults: 5 cm cells, fast marching, 1 m reach).
         area: A prebuilt navigable area (built from ``scene`` when omitted).
+        store: Keep the fields in this store, shared with other navigators, instead of the
+            navigator's own cache (``config.cache_size``).
 
     >>> from condvln.scene.model import Room, Scene
     >>> room = Room(id="r", room_type="bedroom", label="Bedroom",
@@ -166,8 +236,10 @@ class GridNavigator:
         config: GridConfig | None = None,
         *,
         area: NavArea | None = None,
+        store: FieldStore | None = None,
     ) -> None:
         self.config = config or GridConfig()
+        self.store = store
         self.area = area or build_nav_area(scene, agent, self.config.cell_size)
         self.agent = self.area.agent
         self.scene = scene
@@ -264,7 +336,9 @@ class GridNavigator:
         """The (cached) distance field to ``goal``.
 
         ``keep=False`` solves a field that is not cached without caching it: for one-off seeds
-        (an agent's own position) that would push out the fields of goals that recur.
+        (an agent's own position) that would push out the fields of goals that recur. With a
+        :class:`FieldStore` every field is kept there: a goal's under its 1 mm key, a one-off
+        seed's under its exact coordinates and ``cold``.
 
         Raises:
             Unreachable: When ``goal`` is not within ``max_snap`` of the main region.
@@ -277,17 +351,27 @@ class GridNavigator:
             )
         seed = xz[0] if own[0] else self.area.frame.centres(rows, cols)[0]
         key = (round(float(seed[0]), 3), round(float(seed[1]), 3))
+        if self.store is not None:
+            stored = (self, *key) if keep else (self, "at", float(seed[0]), float(seed[1]))
+            field = self.store.get(stored)
+            if field is None:
+                field = self._new_field(seed)
+                self.store.put(stored, field, cold=not keep)
+            return field
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        values, reached = self._solve(seed)
-        field = GridField(self, self.point(*seed), values, reached)
+        field = self._new_field(seed)
         if not keep:
             return field
         self._cache[key] = field
         if len(self._cache) > self.config.cache_size:
             self._cache.popitem(last=False)
         return field
+
+    def _new_field(self, seed: FloatArray) -> GridField:
+        values, reached = self._solve(seed)
+        return GridField(self, self.point(*seed), values, reached)
 
     def _solve(self, seed: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
         if self.solver == "fmm":

@@ -38,7 +38,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -389,6 +389,45 @@ class PinnedProcesses:
         finally:
             for future in futures:  # stopped early (an error, a closed generator)
                 future.cancel()
+
+    def dispatch(
+        self, function: Callable[[T], R], items: Sequence[T], home: Callable[[T], int]
+    ) -> Iterator[R]:
+        """``function(item)`` for every item, results in the order they finish.
+
+        Each process works through its own items (``home(item) % workers``, in input order),
+        then takes over the last items of whichever process has the most left, so an item
+        meets the state its home process kept unless that process fell behind.
+
+        >>> with PinnedProcesses(2) as processes:
+        ...     sorted(processes.dispatch(abs, [-3, 1, -2, 4], home=lambda x: x > 0))
+        [1, 2, 3, 4]
+        """
+        queues: list[deque[T]] = [deque() for _ in self._pools]
+        for item in items:
+            queues[home(item) % self.workers].append(item)
+        running: dict[Future[R], int] = {}
+
+        def feed(process: int) -> None:
+            own = queues[process]
+            other = max(queues, key=len)
+            if own or other:
+                item = own.popleft() if own else other.pop()
+                running[self._pools[process].submit(function, item)] = process
+
+        try:
+            for process in range(self.workers):
+                feed(process)
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    result = future.result()
+                    feed(running.pop(future))
+                    yield result
+        finally:  # stopped early: each process finishes its item before it serves another call
+            for future in running:
+                future.cancel()
+            wait(running)
 
 
 @contextmanager

@@ -7,12 +7,19 @@ episode. Agent calls go through :mod:`~condvln.agents.runner.faults`, so a faili
 only its episode. An agent with ``episode_notes(episode_id)`` adds what it returns (JSON data:
 token usage, branch decisions, ...) to the episode's record as ``agent_notes``; records of other
 agents are unchanged.
+
+A process that serves several runs over the same scenes (the benchmark's) keeps its scenes'
+navigators and distance fields between runs in a :class:`SceneCache`: every agent asks for the
+same goals' fields, and most fields from where an agent stands are asked for again by the next
+agent, which starts from the same place and often takes the same first steps.
 """
 
 from __future__ import annotations
 
 import reprlib
+from collections import OrderedDict
 from collections.abc import Generator, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +37,7 @@ from condvln.agents.runner.episodes import EpisodeSpec, episode_seeds, episode_v
 from condvln.agents.runner.faults import AgentFault, call_agent, valid_action
 from condvln.errors import FormatError
 from condvln.nav import GridNavigator
+from condvln.nav.geodesic import FieldStore
 from condvln.scene.serialize import load_scene
 from condvln.sim.habitat_obs import habitat_observation
 from condvln.sim.protocol import ObservationProtocol
@@ -61,6 +69,69 @@ class WorkerConfig:
     fail_fast: bool = False
 
 
+FIELD_MEMORY = 768 << 20
+"""Bytes of distance fields a :class:`SceneCache` keeps: about 3,000 fields of a procedural
+house (0.25 MB each), what one of two processes asks for in the default benchmark's runs."""
+KEPT_SCENES = 128
+"""Navigators a :class:`SceneCache` keeps."""
+
+
+class SceneCache:
+    """Scenes' navigators that outlive a run, their fields in one :class:`FieldStore`.
+
+    A field is a pure function of the scene and its seed, so reusing one changes no result.
+    Scenes are known by their file (path, size and modification time); the least recently used
+    navigator goes beyond ``scenes``, its fields with it.
+    """
+
+    def __init__(self, fields: int = FIELD_MEMORY, scenes: int = KEPT_SCENES) -> None:
+        self.store = FieldStore(fields)
+        self.scenes = scenes
+        self._navigators: OrderedDict[tuple[str, int, int], GridNavigator] = OrderedDict()
+
+    def navigator(self, path: Path) -> GridNavigator:
+        """The navigator of the scene file at ``path`` (built on first use)."""
+        stat = path.stat() if path.is_file() else None  # a missing file fails in load_scene
+        key = (str(path), stat.st_size, stat.st_mtime_ns) if stat else (str(path), -1, -1)
+        navigator = self._navigators.get(key)
+        if navigator is None:
+            navigator = self._navigators[key] = GridNavigator(load_scene(path), store=self.store)
+            if len(self._navigators) > self.scenes:
+                self.store.discard(self._navigators.popitem(last=False)[1])
+        self._navigators.move_to_end(key)
+        return navigator
+
+
+_KEPT: SceneCache | None = None
+"""This process's scene cache while :func:`keeping_scenes` is active (for good in a process
+that serves many runs)."""
+
+
+def kept_scenes() -> SceneCache | None:
+    """The scene cache of this process's runs, or ``None`` (each run prepares its scenes)."""
+    return _KEPT
+
+
+@contextmanager
+def keeping_scenes() -> Iterator[SceneCache]:
+    """Within the block, runs in this process keep their scenes' navigators and distance fields
+    for the next run (:class:`SceneCache`); they are dropped at the end."""
+    global _KEPT
+    outer = _KEPT
+    _KEPT = outer or SceneCache()
+    try:
+        yield _KEPT
+    finally:
+        _KEPT = outer
+
+
+def keep_scenes_for_good() -> SceneCache:
+    """This process's scene cache from now on (a process that serves many runs)."""
+    global _KEPT
+    _KEPT = _KEPT or SceneCache()
+    return _KEPT
+
+
 class _Episode:
     """One running episode: its spec, simulator and latest observation."""
 
@@ -77,9 +148,12 @@ class EpisodeWorker:
     Args:
         config: The worker's settings.
         agent: An existing agent instance (default: constructed from ``config``).
+        scenes: Where navigators come from and stay after the run (default: built per run).
     """
 
-    def __init__(self, config: WorkerConfig, agent: Any = None) -> None:
+    def __init__(
+        self, config: WorkerConfig, agent: Any = None, scenes: SceneCache | None = None
+    ) -> None:
         self.config = config
         if agent is None:
             agent = load_agent(config.agent, config.agent_args, step_timeout=config.step_timeout)
@@ -88,6 +162,7 @@ class EpisodeWorker:
         self.batched = is_batched(self.agent)
         self.batch_size = config.batch_size if self.batched else 1
         self.habitat = observation_format(self.agent) == "habitat"
+        self.scenes = scenes
         self._navigators: dict[str, GridNavigator] = {}
         self._sims: dict[tuple[str, int], Simulator] = {}
         self.failed = False
@@ -100,7 +175,9 @@ class EpisodeWorker:
                 self._sims = {k: v for k, v in self._sims.items() if k[0] != old}
             path = self.config.dataset_dir / scene_id
             try:
-                self._navigators[scene_id] = GridNavigator(load_scene(path))
+                self._navigators[scene_id] = (
+                    self.scenes.navigator(path) if self.scenes else GridNavigator(load_scene(path))
+                )
             except FormatError as exc:
                 raise exc.with_file(str(path)) from None
         key = (scene_id, slot)

@@ -15,7 +15,7 @@ from condvln.agents.runner.episodes import EpisodeSpec, dataset_hash, episode_sp
 from condvln.agents.runner.loop import WorkerConfig
 from condvln.agents.runner.options import RunOptions
 from condvln.errors import ConfigError
-from condvln.parallel.executors import Executor
+from condvln.parallel.executors import Executor, PinnedProcesses
 from condvln.parallel.shards import Shard
 from condvln.provenance import json_digest, provenance, source_digests
 from condvln.sim.protocol import protocol_stamp
@@ -28,20 +28,25 @@ class Plan:
     Attributes:
         config: What every worker needs.
         agent: The agent instance built while describing it (``None`` if none was needed).
-        executor: Where the workers run.
+        executor: Where the workers run (:class:`PinnedProcesses`: processes that serve
+            several runs).
         specs: The episodes of the run (of its shard).
         manifest: The run folder's ``manifest.json``.
     """
 
     config: WorkerConfig
     agent: Any
-    executor: Executor
+    executor: Executor | PinnedProcesses
     specs: list[EpisodeSpec]
     manifest: dict[str, Any]
 
 
 def plan_run(
-    agent_name: str, dataset_dir: Path, opts: RunOptions, executor: Executor, shard: Shard | None
+    agent_name: str,
+    dataset_dir: Path,
+    opts: RunOptions,
+    executor: Executor | PinnedProcesses,
+    shard: Shard | None,
 ) -> Plan:
     """Check the agent and the split, and describe the run (nothing is written yet).
 
@@ -58,7 +63,8 @@ def plan_run(
     batched = is_batched(agent if agent is not None else factory)
     batch_size = opts.batch_size if batched else 1
     if is_remote(agent_name) and not batched:
-        executor = replace(executor, workers=1)  # a server without act_batch: one episode at a time
+        # a server without act_batch: one episode at a time
+        executor = replace(executor, workers=1) if isinstance(executor, Executor) else Executor()
     specs = episode_specs(dataset_dir, opts.split, agent_info["instruction_source"], opts.limit)
     total = len(specs)
     specs = shard.select(specs) if shard else specs

@@ -6,6 +6,11 @@ scene order for batched agents), so a worker loads a scene, builds its navigator
 goal's distance field once. Records come back as episodes finish (pool workers send each one at
 once), and the caller sorts them; a dead worker process ends the run with every finished episode
 kept.
+
+On :class:`~condvln.parallel.executors.PinnedProcesses` (the benchmark's workers, which serve
+all its runs) each scene has a home process and the processes keep their scenes between runs
+(:class:`~condvln.agents.runner.loop.SceneCache`), so the next agent finds the fields the last
+one solved; a task there is up to ``CHUNK`` episodes of a scene.
 """
 
 from __future__ import annotations
@@ -13,15 +18,22 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from condvln.agents.runner.episodes import EpisodeSpec, id_key
-from condvln.agents.runner.loop import EpisodeWorker, WorkerConfig
+from condvln.agents.runner.loop import (
+    EpisodeWorker,
+    SceneCache,
+    WorkerConfig,
+    keep_scenes_for_good,
+    kept_scenes,
+)
 from condvln.errors import ConfigError
-from condvln.parallel.executors import Executor, actor_map, follow_cwd
+from condvln.parallel.executors import Executor, PinnedProcesses, actor_map, follow_cwd
 
 CHUNK = 8
 """The smallest cap on a task's episodes (a batched agent's task: ``CHUNK × batch`` episodes)."""
@@ -32,12 +44,18 @@ the run's last tasks are short."""
 _WORKER: EpisodeWorker | ConfigError | None = None
 _RECORDS: Any = None
 """The pool worker's agent (created once by :func:`_init_pool_worker`) and its record queue."""
+_PINNED: tuple[int, EpisodeWorker | ConfigError] | None = None
+"""A pinned process's current run (its number) and worker."""
+_RUNS = itertools.count()
+"""Numbers the runs on pinned processes, so each run's agent is built afresh."""
 
 
-def _make_worker(config: WorkerConfig) -> EpisodeWorker | ConfigError:
+def _make_worker(
+    config: WorkerConfig, scenes: SceneCache | None = None
+) -> EpisodeWorker | ConfigError:
     """A worker, or the error its agent raised at start (reported when it gets a task)."""
     try:
-        return EpisodeWorker(config)
+        return EpisodeWorker(config, scenes=scenes)
     except ConfigError as exc:
         return exc
     except Exception as exc:
@@ -56,6 +74,38 @@ def _pool_task(specs: list[EpisodeSpec]) -> None:
         raise _WORKER or ConfigError("worker not initialised")
     for record in _WORKER.run(specs):
         _RECORDS.put(record)
+
+
+def _pinned_task(task: tuple[int, WorkerConfig, list[EpisodeSpec]]) -> list[dict[str, Any]]:
+    """Run a task of run ``task[0]`` in a pinned process, whose scenes stay for the next run."""
+    global _PINNED
+    run, config, specs = task
+    if _PINNED is None or _PINNED[0] != run:
+        _PINNED = None  # the last run's agent goes before this one's is built
+        _PINNED = (run, _make_worker(config, keep_scenes_for_good()))
+    worker = _PINNED[1]
+    if isinstance(worker, ConfigError):
+        raise worker
+    return list(worker.run(specs))
+
+
+def _homes(specs: Iterable[EpisodeSpec], workers: int) -> dict[str, int]:
+    """Each scene's home process: scenes by episodes, largest first, to the least loaded one
+    (the same homes for every run of a split).
+
+    >>> pose = ((0.0, 0.0, 0.0), 0.0)
+    >>> specs = [EpisodeSpec(i, s, *pose, "", 9) for s, n in (("a", 5), ("b", 3), ("c", 3)) for i in range(n)]
+    >>> _homes(specs, workers=2)
+    {'a': 0, 'b': 1, 'c': 1}
+    """
+    counts = Counter(spec.scene_id for spec in specs)
+    load = [0] * workers
+    homes = {}
+    for scene, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        home = min(range(workers), key=load.__getitem__)
+        homes[scene] = home
+        load[home] += count
+    return homes
 
 
 class RayEpisodeWorker:
@@ -100,10 +150,16 @@ def _tasks(specs: Iterable[EpisodeSpec], batch: int, workers: int) -> list[list[
 
 
 def execute(
-    specs: list[EpisodeSpec], executor: Executor, config: WorkerConfig, agent: Any
+    specs: list[EpisodeSpec],
+    executor: Executor | PinnedProcesses,
+    config: WorkerConfig,
+    agent: Any,
 ) -> Iterator[dict[str, Any]]:
     """Records of every episode as they finish (one agent per worker, created once)."""
     workers = executor.workers
+    if isinstance(executor, PinnedProcesses):
+        yield from _execute_pinned(specs, executor, config)
+        return
     if executor.kind == "ray":
         tasks = _tasks(specs, config.batch_size, workers)
         for records in actor_map(
@@ -113,9 +169,33 @@ def execute(
         return
     if workers <= 1:
         ordered = sorted(specs, key=lambda s: (s.scene_id, id_key(s.episode_id)))
-        yield from EpisodeWorker(config, agent).run(ordered)
+        yield from EpisodeWorker(config, agent, kept_scenes()).run(ordered)
         return
     yield from _execute_pool(specs, workers, config)
+
+
+def _execute_pinned(
+    specs: list[EpisodeSpec], processes: PinnedProcesses, config: WorkerConfig
+) -> Iterator[dict[str, Any]]:
+    ordered = sorted(specs, key=lambda s: (s.scene_id, id_key(s.episode_id)))
+    size = CHUNK * config.batch_size
+    run = next(_RUNS)
+    tasks = []
+    for _, group in itertools.groupby(ordered, key=lambda s: s.scene_id):
+        items = list(group)
+        tasks += [(run, config, items[i : i + size]) for i in range(0, len(items), size)]
+    homes = _homes(ordered, processes.workers)
+    try:
+        for records in processes.dispatch(_pinned_task, tasks, lambda t: homes[t[2][0].scene_id]):
+            yield from records
+    except BrokenProcessPool:
+        raise ConfigError(_DIED) from None
+
+
+_DIED = (
+    "a worker process died (killed, or the agent ended the process); "
+    "every finished episode is kept: run the same command again to resume"
+)
 
 
 def _execute_pool(
@@ -141,10 +221,7 @@ def _execute_pool(
                 except BrokenProcessPool:
                     while not records.empty():
                         yield records.get()
-                    raise ConfigError(
-                        "a worker process died (killed, or the agent ended the process); "
-                        "every finished episode is kept: run the same command again to resume"
-                    ) from None
+                    raise ConfigError(_DIED) from None
     finally:
         for future in pending:
             future.cancel()
