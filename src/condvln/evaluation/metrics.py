@@ -53,6 +53,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
+from condvln import libm
 from condvln.errors import ConfigError
 
 
@@ -261,7 +262,7 @@ def cls_from_nearest(
     0.4291
     """
     nearest = np.asarray(nearest, dtype=np.float64)
-    coverage = float(np.add.reduce(np.exp(-nearest / threshold)) / nearest.size)  # the mean
+    coverage = float(np.add.reduce(libm.exp(-nearest / threshold)) / nearest.size)  # the mean
     expected = coverage * reference_length
     if undefined_as_none and expected == 0 and trajectory_length == 0:
         return ClsResult(coverage, None, None)

@@ -22,7 +22,8 @@ sign tests (cross products with the edge directions), never by a rounded angle, 
 ``δy > tan(level_angle) · h``, ``"down"`` when ``δy < −tan(level_angle) · h``, else ``"level"`` (a
 displacement exactly at the level angle is level). The reported ``azimuth_deg`` (counter-clockwise
 from east, north = 90°, in (−180°, 180°]) and ``elevation_deg`` are informational; they are
-finite even for a zero displacement (atan2(0, 0) = 0).
+finite even for a zero displacement (atan2(0, 0) = 0), and computed by the C library
+(:mod:`condvln.libm`), so a graph's bytes do not depend on where numpy put its arrays.
 
 **Predicates.** The canonical directional predicate composes the two bins: ``"east of"`` when
 level, ``"east-and-up of"`` / ``"east-and-down of"`` otherwise, and ``"up of"``, ``"down of"``,
@@ -61,6 +62,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from condvln import libm
 from condvln.graph.config import RelationConfig
 from condvln.registry import Registry
 from condvln.scene.model import SceneObject
@@ -396,9 +398,9 @@ def pair_metrics(geometry: Geometry, config: RelationConfig) -> PairMetrics:
         sphere_distance=sphere,
         used_distance=used,
         distance_type=kind.astype(np.int8),
-        azimuth_deg=np.degrees(np.arctan2(north, east)),
+        azimuth_deg=np.degrees(libm.atan2(north, east)),
         azimuth_bin=azimuth_bins(east, north, horizontal, config.min_horizontal),
-        elevation_deg=np.degrees(np.arctan2(dy, horizontal)),
+        elevation_deg=np.degrees(libm.atan2(dy, horizontal)),
         elevation_bin=elevation_bins(dy, horizontal, config.level_angle),
         footprint_overlap=overlap,
     )
