@@ -22,9 +22,12 @@ from condvln.dataset.generate import GenerateConfig, generate_dataset
 from condvln.dataset.oracle import oracle_transform
 from condvln.dataset.validate import validate_dataset
 from condvln.errors import ConfigError
+from condvln.nav import ExactNavigator, GridNavigator
 from condvln.program.ast import leaf_paths
 from condvln.program.parse import InstructionParseError, parse
+from condvln.scene.serialize import load_scene
 from condvln.synth import pipeline
+from condvln.synth.driver import GENERATION_GRID
 from condvln.vlnce import SPLITS, split_path
 
 pytestmark = pytest.mark.slow
@@ -466,6 +469,31 @@ def test_branch_arms_hold_their_own_targets(dataset: Path) -> None:
             executed = leaf_paths(program.steps)[info["leaf_index"]][1]
             assert oracle.steps == executed
     assert seen <= {1, 2, 3} and len(seen) >= 2
+
+
+def test_gold_is_nearest_rederives_from_exact_geodesics(dataset: Path) -> None:
+    """The label balancing holds at chance ("the gold goal is the leaf goal nearest the
+    start") equals a fresh exact navigator's answer from the stored start to every leaf
+    goal's approach point: the engine of the stored geodesic distances."""
+    navs: dict[str, tuple[Any, GridNavigator, ExactNavigator]] = {}
+    answers = Counter()
+    for split in ("train", "val_unseen"):
+        for episode in _read(split_path(dataset, split))["episodes"]:
+            info = episode["info"]["condvln"]
+            name = Path(episode["scene_id"]).name.removesuffix(".glb")
+            if name not in navs:
+                scene = load_scene(dataset / "scenes" / f"{name}.json")
+                grid = GridNavigator(scene, config=GENERATION_GRID)
+                navs[name] = (scene, grid, ExactNavigator(scene, config=GENERATION_GRID))
+            scene, grid, exact = navs[name]
+            goals = [
+                grid.approach_point(scene.object(g["object_id"])) for g in info["branch_goals"]
+            ]
+            distances = [exact.distance(episode["start_position"], p) for p in goals]
+            nearest = min(range(len(distances)), key=distances.__getitem__)
+            assert info["gold_is_nearest"] is (nearest == info["leaf_index"]), episode["episode_id"]
+            answers[info["gold_is_nearest"]] += 1
+    assert answers[True] > 0 and answers[False] > answers[True]
 
 
 def test_gold_leaves_are_balanced_in_what_is_written(dataset: Path) -> None:

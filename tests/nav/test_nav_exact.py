@@ -262,3 +262,15 @@ def test_500_pairs_over_houses_and_ithor_rooms_are_served_exactly(tmp_path) -> N
             assert stored >= math.dist((a[0], a[2]), (b[0], b[2])) - 1e-12
             checked += 1
     assert checked >= 490
+
+
+def test_field_bytes_count_the_fields_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("condvln.nav.exact.FIELD_CACHE", 3)
+    nav = ExactNavigator(load("procedural", "2"))
+    goals = [nav.approach_point(o) for o in nav.scene.objects()]
+    goals = [g for g in goals if g is not None][:5]
+    assert nav.field_bytes() == 0
+    fields = [nav.distance_field(g) for g in goals]
+    nav.distance_field(goals[-1])  # found again: nothing added
+    assert nav.field_bytes() == sum(f.nbytes for f in fields[-3:]) > 0
+    assert fields[-1].nbytes == fields[-1].vertex_distance.nbytes + fields[-1].parent.nbytes

@@ -82,3 +82,49 @@ def test_broken_promises_are_repaired_by_whole_rows() -> None:
     assert books[True] - books[False] == 3 and books[False] == 3  # 6 / 3: max(3, 1.8)
     assert Counter(i.gold_leaf for i in kept) == {0: 9, 1: 9}  # whole rows went
     assert kept_labels == ["seen"] * len(kept)
+
+
+def _member(bucket: str, leaf: int, category: str, truth: bool) -> Any:
+    """One instance of a two-leaf cell asking whether the office has ``category``."""
+    return SimpleNamespace(
+        bucket=SimpleNamespace(key=bucket, category="simple", composition=""),
+        gold_leaf=leaf,
+        n_leaves=2,
+        resolution=SimpleNamespace(condition_truths=((Exists(category, "office"), truth),)),
+        reference_room="r",
+        leaf_rooms=(),
+        start_room=None,
+    )
+
+
+def test_a_blocked_row_is_completed_another_way(monkeypatch: Any) -> None:
+    """Every holder's first row takes the same leaf-1 member, whose drop would take the lamp
+    group from 4 / 7 (at its promise) to 3 / 7; other leaf-1 members can go instead, and the
+    book group (9 / 3) is repaired with them. The pooled type stays within its promise (22 of
+    44 true)."""
+    main = "simple/in_room/visible/h0"
+    items = [_member(main, 0, "book", k < 9) for k in range(12)]
+    items += [_member(main, 1, f"vase {k}", k % 2 == 0) for k in range(12)]
+    pad = "simple/in_room/hidden/h0"  # the rest of the lamp group, in a cell of its own
+    items += [_member(pad, 0, "lamp", k < 3) for k in range(10)]
+    items += [_member(pad, 1, f"cup {k}", k < 3) for k in range(10)]
+    rng = np.random.default_rng(0)  # the draws _keep_promises makes: order, then ties
+    rng.permutation(len(items))
+    ties = rng.random(len(items))
+    first = 12 + int(np.argmax(ties[12:24]))  # the leaf-1 member every first row takes
+    items[first] = _member(main, 1, "lamp", True)
+    labels = ["seen"] * len(items)
+    assert sum(t for i in items for _, t in i.resolution.condition_truths) == 22  # of 44
+
+    def counts(kept: list[Any], category: str) -> Counter[bool]:
+        return Counter(t for i in kept for c, t in i.resolution.condition_truths
+                       if c.category == category)  # fmt: skip
+
+    monkeypatch.setattr("condvln.synth.balance.REPAIR_ALTERNATIVES", 0)
+    stuck, _ = _keep_promises(items, labels, np.random.default_rng(0), {}, min_size=0)
+    assert stuck == items  # no first row could be dropped
+    monkeypatch.undo()
+    kept, _ = _keep_promises(items, labels, np.random.default_rng(0), {}, min_size=0)
+    assert counts(kept, "book") == {True: 6, False: 3}  # within max(3, 1.8)
+    assert counts(kept, "lamp") == {True: 4, False: 7}  # the blocking member stayed
+    assert items[first] in kept and len(kept) == len(items) - 6

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from condvln.graph import build_scene_graph
-from condvln.nav import GridNavigator
+from condvln.nav import ExactNavigator, GridNavigator
 from condvln.scene.sources import load
 from condvln.synth.driver import GENERATION_GRID
 from condvln.synth.groups import GroupStats, relation_allowed
-from condvln.synth.sampler import SceneContext
+from condvln.synth.sampler import SceneContext, _gold_is_nearest
 
 
 def _context(seed: int) -> SceneContext:
@@ -54,12 +52,25 @@ def test_askable_categories_follow_the_group_statistics() -> None:
     assert plain.asks(key) == relation_allowed(*key)
 
 
-def test_fields_to_targets_are_solved_once_with_the_navigator_values() -> None:
+def test_gold_is_nearest_follows_exact_geodesics() -> None:
     ctx = _context(5)
-    start = next(iter(ctx.targets.values()))[1]
-    fresh = GridNavigator(ctx.scene, config=GENERATION_GRID)
-    for target in itertools.islice(ctx.targets, 5):
-        field = ctx.field_to(target)
-        assert field is ctx.field_to(target)
-        expected = fresh.distance_field(ctx.targets[target][1]).distance(start)
-        assert field is not None and field.distance(start) == expected
+    fresh = ExactNavigator(ctx.scene, config=GENERATION_GRID)
+    ids = list(ctx.targets)
+    rng = np.random.default_rng(1)
+    answers = set()
+    for _ in range(30):
+        start = ctx.targets[ids[int(rng.integers(len(ids)))]][1]
+        leaves = [ids[k] for k in rng.choice(len(ids), size=3, replace=False)]
+        distances = [fresh.distance(start, ctx.targets[o][1]) for o in leaves]
+        nearest = int(np.argmin(distances))
+        for gold in range(3):
+            answers.add(_gold_is_nearest(ctx, start, leaves, gold))
+            assert _gold_is_nearest(ctx, start, leaves, gold) is (gold == nearest)
+    assert answers == {True, False}
+    assert ctx.exact.field_bytes() > 0  # the leaves' fields are kept for the episodes
+
+
+def test_gold_is_nearest_is_none_for_an_unreachable_start() -> None:
+    ctx = _context(5)
+    leaves = list(ctx.targets)[:2]
+    assert _gold_is_nearest(ctx, (1e3, 0.0, 1e3), leaves, 0) is None

@@ -398,13 +398,12 @@ def _vet(
     groups: tuple[str, ...],
 ) -> tuple[list[Instance], Counter[str]]:
     """:func:`vet_instances` of the run's ``index``-th scene (of split group
-    ``groups[index]``), on the exact navigator kept in the scene's ``memo`` (built there on
-    the sampler's navigable area the first time)."""
-    if "exact" not in memo:
-        memo["exact"] = ExactNavigator(scene, config=GENERATION_GRID, area=memo["area"])
-    exact = memo["exact"]
+    ``groups[index]``), on the exact navigator its sampling used, kept in the scene's ``memo``
+    (its goal fields to the leaves are solved already)."""
     spec = specs[index]
-    return vet_instances(spec, config, scene, index, top_up, instances, exact, groups[index])
+    return vet_instances(
+        spec, config, scene, index, top_up, instances, memo["exact"], groups[index]
+    )
 
 
 def _require_distinct_ids(specs: list[SceneSpec], scene_ids: list[str]) -> None:

@@ -73,6 +73,11 @@ class ExactField:
             *poly.kernel_args, *poly.graph, self._gx, self._gz
         )
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the field's arrays."""
+        return self.vertex_distance.nbytes + self.parent.nbytes
+
     def located(self, xz: FloatArray) -> tuple[FloatArray, NDArray[np.int64]]:
         """Distances (``inf``: unreachable) and first reflex vertices (``-1``: the goal in sight)
         of ground points ``(N, 2)`` already on the main part (see :meth:`NavPolygon.locate`)."""
@@ -163,6 +168,7 @@ class ExactNavigator:
         self.agent = self.area.agent
         self.scene = scene
         self._cache: OrderedDict[tuple[float, float], ExactField] = OrderedDict()
+        self._cached_bytes = 0
         self._goals: dict[tuple[float, float], tuple[float, float] | None] = {}
 
     @cached_property
@@ -196,11 +202,16 @@ class ExactNavigator:
         field = self._cache.get(key)
         if field is None:
             field = self._cache[key] = ExactField(self, self.point(*key))
+            self._cached_bytes += field.nbytes
             if len(self._cache) > FIELD_CACHE:
-                self._cache.popitem(last=False)
+                self._cached_bytes -= self._cache.popitem(last=False)[1].nbytes
         else:
             self._cache.move_to_end(key)
         return field
+
+    def field_bytes(self) -> int:
+        """Bytes of the goal fields this navigator keeps."""
+        return self._cached_bytes
 
     def _snapped_goal(self, xz: tuple[float, float]) -> tuple[float, float] | None:
         """A goal's ground point snapped onto the main part (``None``: off it), kept per point

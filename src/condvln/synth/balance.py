@@ -13,9 +13,10 @@ workers finished in (callers pass instances in scene order).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -324,6 +325,25 @@ def _complete_row(
     return row
 
 
+def _other_rows(
+    j: int,
+    inst: Instance,
+    cell: dict[int, list[int]],
+    removed: set[int],
+    rank: Callable[[int], tuple[float, ...]],
+) -> Iterator[list[int]]:
+    """Instance ``j`` with other kept members of the other gold leaves of its cell than
+    :func:`_complete_row` picks: up to :data:`REPAIR_ALTERNATIVES` rows, best-ranked members
+    first."""
+    leaves = [leaf for leaf in range(inst.n_leaves) if leaf != inst.gold_leaf]
+    members = [
+        sorted((m for m in cell[leaf] if m not in removed), key=rank, reverse=True)
+        for leaf in leaves
+    ]
+    combos = itertools.islice(itertools.product(*members), 1, 1 + REPAIR_ALTERNATIVES)
+    return ([j, *combo] for combo in combos)
+
+
 def _trim_rows(  # long: one greedy loop whose guards share its counters
     items: list[Instance],
     labels: list[str],
@@ -403,7 +423,12 @@ split's length gap went from within 10 % to 10.3 %), and the truth promise is ch
 benchmark's size (80 × 50, strata of 800 and more)."""
 
 REPAIR_TRIES = 400
-"""Rows :func:`_keep_promises` tries, per step, to bring a key back within its promise."""
+"""Holders of a key's majority truth whose rows :func:`_keep_promises` tries, per step, to bring
+the key back within its promise."""
+
+REPAIR_ALTERNATIVES = 64
+"""Further completions of one holder's row :func:`_keep_promises` tries when no holder's first
+one can be dropped (one key of the row's other members may block it where another would not)."""
 
 
 def _tally(
@@ -441,13 +466,21 @@ def _keep_promises(
     removed: set[int] = set()
     sizes = Counter(labels)
 
+    def rank(m: int) -> tuple[float, float]:
+        return tally.badness(m), ties[m]
+
     def rows(slot: int) -> Iterable[list[int] | None]:
         """Rows seeded by the kept holders of ``slot``, in random order, each completed by the
-        other leaves' members adding most skew."""
+        other leaves' members adding most skew; then, when none of those could be dropped,
+        the holders' other completions (:data:`REPAIR_ALTERNATIVES` each)."""
         holders = [j for j in order if j not in removed and slot in tally.slots[j]]
-        for j in holders[:REPAIR_TRIES]:
+        holders = holders[:REPAIR_TRIES]
+        for j in holders:
             cell = cells[f"{labels[j]}|{cell_key(items[j])}"]
-            yield _complete_row(j, items[j], cell, removed, lambda m: (tally.badness(m), ties[m]))
+            yield _complete_row(j, items[j], cell, removed, rank)
+        for j in holders:
+            cell = cells[f"{labels[j]}|{cell_key(items[j])}"]
+            yield from _other_rows(j, items[j], cell, removed, rank)
 
     for key, kind in enumerate(tally.kinds):
         while kind in (GROUP, POOLED) and sizes[tally.keys[key][0][len(STRATUM) :]] >= min_size:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from condvln.graph import RelationConfig, SceneGraph, build_scene_graph
-from condvln.nav import GridConfig, GridNavigator
+from condvln.nav import ExactNavigator, GridConfig, GridNavigator
 from condvln.scene.model import Scene
 from condvln.synth.groups import GroupStats
 from condvln.synth.informative import ConditionConfig
@@ -54,13 +54,15 @@ def scene_context(
     graph: SceneGraph | None = None,
     nav: GridNavigator | None = None,
     conditions: ConditionConfig | None = None,
+    exact: ExactNavigator | None = None,
 ) -> SceneContext:
     """What :func:`synthesize` samples ``scene`` with: its graph (``graph`` when given, built
-    with ``relation_config``), a navigator at :data:`GENERATION_GRID` (``nav`` when given),
-    the run's condition-group counts and which conditions are worth asking."""
+    with ``relation_config``), a grid navigator at :data:`GENERATION_GRID` and an exact one on
+    its navigable area (``nav`` and ``exact`` when given), the run's condition-group counts
+    and which conditions are worth asking."""
     graph = graph or build_scene_graph(scene, relation_config)
     nav = nav or GridNavigator(scene, config=GENERATION_GRID)
-    return SceneContext(graph, nav, groups, conditions)
+    return SceneContext(graph, nav, groups, conditions, exact)
 
 
 def synthesize(  # long: the docstring documents each of its eleven arguments

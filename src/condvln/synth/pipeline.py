@@ -196,7 +196,7 @@ class _Prepared:
 
     def nbytes(self) -> int:
         """What the scene is counted as taking (:data:`PREPARED_MEMORY`)."""
-        fields = self.context.field_bytes() if self.context is not None else 0
+        fields = self.context.exact.field_bytes() if self.context is not None else 0
         return PREPARED_BASE + fields
 
 
@@ -246,15 +246,16 @@ def _one_run() -> Iterator[str]:
 def _context(
     entry: _Prepared, groups: GroupStats | None, conditions: ConditionConfig
 ) -> SceneContext:
-    """The entry's sampling context for ``groups`` and ``conditions`` (its navigator kept
-    whatever they are)."""
+    """The entry's sampling context for ``groups`` and ``conditions`` (its navigators kept
+    whatever they are; the exact one, with the goal fields it has solved, is also the
+    episodes', :func:`~condvln.dataset.generate.vet_instances`)."""
     context = entry.context
     if context is None or context.groups != groups or context.conditions != conditions:
-        nav = context.nav if context is not None else None
+        kept = {"nav": context.nav, "exact": context.exact} if context is not None else {}
         entry.context = scene_context(
-            entry.scene, groups=groups, graph=entry.graph, nav=nav, conditions=conditions
+            entry.scene, groups=groups, graph=entry.graph, conditions=conditions, **kept
         )
-        entry.memo["area"] = entry.context.nav.area
+        entry.memo["exact"] = entry.context.exact
     return entry.context
 
 

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from condvln.graph import SEMANTIC_PREDICATES, SceneGraph
-from condvln.nav import GridField, GridNavigator, Unreachable
+from condvln.nav import ExactNavigator, GridNavigator
 from condvln.program.ast import CATEGORY_SHAPES, Condition, Exists, Program, Ref, Relation
 from condvln.program.interpret import ProgramError, Resolution, ground, resolve, rooms_of_type
 from condvln.program.render import MAX_WORDS, plain_words, renderable_name
@@ -123,7 +123,9 @@ class SceneContext:
 
     Attributes:
         graph: The scene graph.
-        nav: The navigator (approach points, visibility, start positions).
+        nav: The grid navigator (approach points, visibility, start positions).
+        exact: The exact navigator on ``nav``'s navigable area (which leaf goal is nearest the
+            start); its goal fields are the episodes' too (built when not given).
         targets: Usable navigation targets: object id → (description, approach point).
         groups: Truth counts per condition group over the run's scenes (``None``: ask any group,
             unweighted).
@@ -141,9 +143,11 @@ class SceneContext:
         nav: GridNavigator,
         groups: GroupStats | None = None,
         conditions: ConditionConfig | None = None,
+        exact: ExactNavigator | None = None,
     ) -> None:
         self.graph = graph
         self.nav = nav
+        self.exact = exact or ExactNavigator(graph.scene, config=nav.config, area=nav.area)
         self.groups = groups
         self.conditions = conditions or ConditionConfig()
         self.scene = graph.scene
@@ -180,7 +184,6 @@ class SceneContext:
         self._cells = self._room_cells()
         self._facts: dict[str, list[tuple[str, str, str, bool, GroupKey, bool]]] = {}
         self._asked: dict[GroupKey, bool] = {}
-        self._fields: dict[str, GridField | None] = {}
         self._target_room_at: dict[str, str | None] = {}
         self._askable: dict[str, list[str]] = {}
         self._near: dict[float, tuple[np.ndarray, list[frozenset[int]]]] = {}
@@ -206,21 +209,6 @@ class SceneContext:
         """:meth:`far_apart` of one candidate."""
         near = self._separation(distance)[1][self._target_index[candidate]]
         return not any(self._target_index[o] in near for o in others)
-
-    def field_to(self, target: str) -> GridField | None:
-        """The navigator's distance field to ``target``'s approach point (``None`` when that
-        is off the navigable area), kept for the scene's other instances."""
-        if target not in self._fields:
-            try:
-                self._fields[target] = self.nav.distance_field(self.targets[target][1])
-            except Unreachable:
-                self._fields[target] = None
-        return self._fields[target]
-
-    def field_bytes(self) -> int:
-        """Bytes of the distance fields :meth:`field_to` holds."""
-        fields = {id(f): f for f in self._fields.values() if f is not None}.values()
-        return sum(f.values.nbytes + f.reached.nbytes for f in fields)
 
     def _separation(self, distance: float) -> tuple[np.ndarray, list[frozenset[int]]]:
         """Which approach points lie more than ``distance`` apart (a matrix over the targets)
@@ -733,12 +721,11 @@ def sample_instance(
 
 
 def _gold_is_nearest(ctx: SceneContext, start: Vec3, leaves: list[str], gold: int) -> bool | None:
-    # fields *to* the leaves (geodesic distance is symmetric): cached per scene, reused by
-    # the scene's other instances, where a field from each new start would be solved anew
-    fields = [ctx.field_to(o) for o in leaves]
-    if any(f is None for f in fields):
-        return None
-    distances = ctx.nav.distances_to(start, fields)  # type: ignore[arg-type]
+    """Whether leaf ``gold``'s approach point is the one nearest ``start`` by exact geodesic
+    distance (the engine of the episode's stored distances), ``None`` when one is unreachable.
+    Each leaf's field is solved once per scene and kept by the exact navigator, which the
+    episode's step budget and reference path then read again."""
+    distances = [ctx.exact.distance(start, ctx.targets[o][1]) for o in leaves]
     if any(d is None for d in distances):
         return None
     return int(np.argmin(distances)) == gold  # type: ignore[arg-type]
