@@ -1,9 +1,9 @@
 """Time to generate the paper-scale default dataset (a script, not a test).
 
 Runs ``condvln generate`` with its defaults (200 procedural houses × 75 sampled instructions,
-≥ 11,500 episodes after balancing) and prints the wall time of each phase, the load average and
-the peak resident memory of this (the parent) process and of the largest worker. Target: ≤ 60 s
-wall on 2 cores (issue 33 item 2).
+about 11,000 episodes after balancing) and prints the wall time of each phase, the load
+average and the peak resident memory of this (the parent) process and of the largest worker.
+Target: ≤ 60 s wall on 2 cores (issue 33 item 2).
 
     PYTHONPATH=src python benchmarks/bench_generate.py [--workers 2] [--out /tmp/condvln-bench]
 """

@@ -31,7 +31,10 @@ app = typer.Typer()
 ResultsOption = Annotated[
     Path | None, typer.Option("--out", "-o", help="Results folder [default: results/benchmark].")
 ]
-FullOption = Annotated[bool, typer.Option(help="Paper-scale dataset (≥ 11,500 episodes).")]
+FullOption = Annotated[
+    bool,
+    typer.Option(help="Paper-scale dataset (200 houses × 75 instructions; about 11,000 episodes)."),
+]
 HousesOption = Annotated[
     int | None, typer.Option(help="Procedural houses (default 80; 200 with --full).")
 ]

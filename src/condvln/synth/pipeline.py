@@ -175,10 +175,10 @@ def read_bytes_raw(path: Path) -> bytes:
 
 PREPARED_MEMORY = 768 << 20
 """Bytes of prepared scenes a sampling process keeps between the rounds of a run (the scene, its
-graph, its navigators and the distance fields they solved: 5-30 MB a procedural house), which
-later rounds mostly need again (four fields in five at 40 x 30). Counted as the fields' arrays
-plus :data:`PREPARED_BASE` a scene; a scene that takes the total over it is prepared afresh in
-every round, as without the cache."""
+graph, its navigators and the exact goal fields they solved), which later rounds mostly need
+again. Counted as the fields' arrays (:meth:`~condvln.nav.ExactNavigator.field_bytes`) plus
+:data:`PREPARED_BASE` a scene; a scene that takes the total over it is prepared afresh in every
+round, as without the cache."""
 
 PREPARED_BASE = 4 << 20
 """Bytes a prepared scene takes besides its distance fields (scene, graph, navigators, measured
