@@ -48,6 +48,18 @@ def test_a_drop_is_refused_only_when_it_breaks_the_promise() -> None:
     assert tally.drop_unless_breaking([16, 15])  # even 6 / 3 of 9: below 10 uses, no promise
 
 
+def test_a_drop_that_shrinks_a_key_past_its_promise_is_refused() -> None:
+    """A group at 12 true / 8 false is at its promise (4 ≤ 0.2 · 20); dropping one use of each
+    truth keeps the gap at 4 but takes it beyond 0.2 · 18 = 3.6, so the drop is refused; the
+    key is reported with its majority truth's slot (true: ``2 k + 1``)."""
+    key = ("#seen", "exists", "book", "office")
+    tally = _Tally([[(key, True)]] * 12 + [[(key, False)]] * 8)
+    assert tally.broken_by([0, 12]) == [1]
+    assert not tally.drop_unless_breaking([0, 12])
+    assert tally.counts == [8, 12]
+    assert tally.broken_by([0]) == [] and tally.drop_unless_breaking([0])  # 11 / 8: closer
+
+
 def _row(truth: bool, other: str, row: int) -> list[Any]:
     """One row of a two-leaf cell (what promise keeping reads of an instance): leaf 0 asks
     whether the office has a book (``truth``), leaf 1 asks about ``other``."""
@@ -97,6 +109,13 @@ def _member(bucket: str, leaf: int, category: str, truth: bool) -> Any:
     )
 
 
+def _truths(kept: list[Any], category: str) -> Counter[bool]:
+    """How often ``kept`` asks about ``category`` with each truth."""
+    return Counter(
+        t for i in kept for c, t in i.resolution.condition_truths if c.category == category
+    )
+
+
 def test_a_blocked_row_is_completed_another_way(monkeypatch: Any) -> None:
     """Every holder's first row takes the same leaf-1 member, whose drop would take the lamp
     group from 4 / 7 (at its promise) to 3 / 7; other leaf-1 members can go instead, and the
@@ -116,15 +135,36 @@ def test_a_blocked_row_is_completed_another_way(monkeypatch: Any) -> None:
     labels = ["seen"] * len(items)
     assert sum(t for i in items for _, t in i.resolution.condition_truths) == 22  # of 44
 
-    def counts(kept: list[Any], category: str) -> Counter[bool]:
-        return Counter(t for i in kept for c, t in i.resolution.condition_truths
-                       if c.category == category)  # fmt: skip
-
     monkeypatch.setattr("condvln.synth.balance.REPAIR_ALTERNATIVES", 0)
+    monkeypatch.setattr("condvln.synth.balance.PAIR_TRIES", 0)
     stuck, _ = _keep_promises(items, labels, np.random.default_rng(0), {}, min_size=0)
     assert stuck == items  # no first row could be dropped
     monkeypatch.undo()
     kept, _ = _keep_promises(items, labels, np.random.default_rng(0), {}, min_size=0)
-    assert counts(kept, "book") == {True: 6, False: 3}  # within max(3, 1.8)
-    assert counts(kept, "lamp") == {True: 4, False: 7}  # the blocking member stayed
+    assert _truths(kept, "book") == {True: 6, False: 3}  # within max(3, 1.8)
+    assert _truths(kept, "lamp") == {True: 4, False: 7}  # the blocking member stayed
     assert items[first] in kept and len(kept) == len(items) - 6
+
+
+def test_rows_that_each_break_a_promise_go_in_pairs(monkeypatch: Any) -> None:
+    """The book group (8 true / 4 false) is beyond its promise, and every row holding a true
+    book also holds a true lamp, whose group (12 / 17) dropping it would take beyond (6 >
+    0.2 · 28). No row alone may go; a book row dropped with a row holding a false lamp keeps the
+    lamp group within (11 / 16) and brings the book group to 7 / 4, within max(3, 0.2 · 11)."""
+    main, pad = "simple/in_room/visible/h0", "simple/in_room/hidden/h0"
+    items = [_member(main, 0, "book", k < 8) for k in range(12)]
+    items += [_member(main, 1, "lamp", True) for _ in range(12)]
+    items += [_member(pad, 0, "lamp", False) for _ in range(17)]
+    items += [_member(pad, 1, f"cup {k}", k < 9) for k in range(17)]
+    labels = ["seen"] * len(items)
+    assert sum(t for i in items for _, t in i.resolution.condition_truths) == 29  # of 58
+
+    monkeypatch.setattr("condvln.synth.balance.PAIR_TRIES", 0)
+    stuck, _ = _keep_promises(items, labels, np.random.default_rng(0), {}, min_size=0)
+    assert stuck == items  # every row alone takes the lamp group beyond its promise
+    monkeypatch.undo()
+    kept, _ = _keep_promises(items, labels, np.random.default_rng(0), {}, min_size=0)
+    assert _truths(kept, "book") == {True: 7, False: 4}
+    assert _truths(kept, "lamp") == {True: 11, False: 16}
+    cells = Counter((i.bucket.key, i.gold_leaf) for i in kept)
+    assert cells == {(main, 0): 11, (main, 1): 11, (pad, 0): 16, (pad, 1): 16}  # two whole rows

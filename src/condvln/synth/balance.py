@@ -237,19 +237,36 @@ class _Tally:
         self._count(row, 1)
         return False
 
+    def broken_by(self, row: list[int]) -> list[int]:
+        """The keys that taking the row's instances out of the counts would take beyond
+        :func:`_guaranteed` (as their uses fall, an unchanged gap can cross it) or further
+        beyond it, each as the slot of its majority truth after that drop (the counts are left
+        as they are)."""
+        touched = sorted({slot >> 1 for m in row for slot in self.slots[m]})
+        before = [self._promise_gap(k) for k in touched]
+        self._count(row, -1)
+        broken = []
+        for k, (gap, over) in zip(touched, before, strict=True):
+            new_gap, new_over = self._promise_gap(k)
+            if new_over > 0 and (over <= 0 or new_gap > gap):
+                broken.append(2 * k + (self.counts[2 * k + 1] > self.counts[2 * k]))
+        self._count(row, 1)
+        return broken
+
+    def _promise_gap(self, k: int) -> tuple[int, float]:
+        """Key ``k``'s ``|true − false|`` and how far that is beyond :func:`_guaranteed`."""
+        true, false = self.counts[2 * k + 1], self.counts[2 * k]
+        gap = abs(true - false)
+        return gap, gap - _guaranteed(self.kinds[k], true + false)
+
     def drop_unless_breaking(self, row: list[int]) -> bool:
         """Take the keys of the row's instances out of the counts unless that takes a key
-        beyond :func:`_guaranteed` or further beyond it (and say whether it did)."""
-        touched = {slot >> 1 for m in row for slot in self.slots[m]}
-        before = {k: abs(self.counts[2 * k + 1] - self.counts[2 * k]) for k in touched}
+        beyond :func:`_guaranteed` or further beyond it (:meth:`broken_by`; and say whether
+        it did)."""
+        if self.broken_by(row):
+            return False
         self._count(row, -1)
-        for k in touched:
-            true, false = self.counts[2 * k + 1], self.counts[2 * k]
-            gap = abs(true - false)
-            if gap > before[k] and gap > _guaranteed(self.kinds[k], true + false):
-                self._count(row, 1)
-                return False
-        for k in touched:
+        for k in {slot >> 1 for m in row for slot in self.slots[m]}:
             for slot in (2 * k, 2 * k + 1):
                 self.clipped[slot] = self._clip(slot)
         return True
@@ -431,6 +448,11 @@ REPAIR_ALTERNATIVES = 64
 one can be dropped (one key of the row's other members may block it where another would not)."""
 
 
+PAIR_TRIES = 64
+"""Rows :func:`_keep_promises` tries as the first of two dropped together when no row alone may
+go, and as the second, per key the first takes beyond its promise."""
+
+
 def _tally(
     items: list[Instance], labels: list[str], priors: dict[str, dict[str, ConditionPrior]]
 ) -> _Tally:
@@ -457,7 +479,9 @@ def _keep_promises(
 ) -> tuple[list[Instance], list[str]]:
     """Bring every condition group and type beyond what a dataset keeps (:func:`_guaranteed`)
     back within it where whole rows allow: drop a row holding the key's majority truth, one at
-    a time, each only when no other key goes beyond (or further beyond) its promise. What the
+    a time, each only when no other key goes beyond (or further beyond) its promise. Where
+    every such row would take another key (often a blind prior at its slack) beyond, it goes
+    together with a row holding that key's majority truth (:data:`PAIR_TRIES`). What the
     capped passes and the last workload matching leave is rare and small (a group of 11 uses
     at 3 / 8), so this drops a few rows; strata of fewer than ``min_size`` instances are left
     alone. Returns the kept instances and their labels."""
@@ -469,18 +493,30 @@ def _keep_promises(
     def rank(m: int) -> tuple[float, float]:
         return tally.badness(m), ties[m]
 
-    def rows(slot: int) -> Iterable[list[int] | None]:
-        """Rows seeded by the kept holders of ``slot``, in random order, each completed by the
-        other leaves' members adding most skew; then, when none of those could be dropped,
-        the holders' other completions (:data:`REPAIR_ALTERNATIVES` each)."""
-        holders = [j for j in order if j not in removed and slot in tally.slots[j]]
+    def rows(slot: int, gone: set[int]) -> Iterator[list[int]]:
+        """Rows of instances not in ``gone``, seeded by the holders of ``slot``, in random
+        order, each completed by the other leaves' members adding most skew; then, when none
+        of those could be dropped, the holders' other completions
+        (:data:`REPAIR_ALTERNATIVES` each)."""
+        holders = [j for j in order if j not in gone and slot in tally.slots[j]]
         holders = holders[:REPAIR_TRIES]
         for j in holders:
             cell = cells[f"{labels[j]}|{cell_key(items[j])}"]
-            yield _complete_row(j, items[j], cell, removed, rank)
+            row = _complete_row(j, items[j], cell, gone, rank)
+            yield from [row] if row else []
         for j in holders:
             cell = cells[f"{labels[j]}|{cell_key(items[j])}"]
-            yield from _other_rows(j, items[j], cell, removed, rank)
+            yield from _other_rows(j, items[j], cell, gone, rank)
+
+    def row_pairs(slot: int) -> Iterator[list[int]]:
+        """Two rows to drop together: one of the first :data:`PAIR_TRIES` rows of ``slot``
+        that takes other keys beyond their promise, and one of the first :data:`PAIR_TRIES`
+        rows holding the majority truth of such a key after the first row went."""
+        for first in itertools.islice(rows(slot, removed), PAIR_TRIES):
+            gone = removed | set(first)
+            for broken in tally.broken_by(first):
+                for second in itertools.islice(rows(broken, gone), PAIR_TRIES):
+                    yield first + second
 
     for key, kind in enumerate(tally.kinds):
         while kind in (GROUP, POOLED) and sizes[tally.keys[key][0][len(STRATUM) :]] >= min_size:
@@ -488,7 +524,9 @@ def _keep_promises(
             if abs(true - false) <= _guaranteed(kind, true + false):
                 break
             slot = 2 * key + (true > false)
-            row = next((r for r in rows(slot) if r and tally.drop_unless_breaking(r)), None)
+            row = next((r for r in rows(slot, removed) if tally.drop_unless_breaking(r)), None)
+            if row is None:  # every row alone breaks another promise: try two at once
+                row = next((r for r in row_pairs(slot) if tally.drop_unless_breaking(r)), None)
             if row is None:
                 break
             removed.update(row)
