@@ -498,8 +498,7 @@ def _keep_promises(
         order, each completed by the other leaves' members adding most skew; then, when none
         of those could be dropped, the holders' other completions
         (:data:`REPAIR_ALTERNATIVES` each)."""
-        holders = [j for j in order if j not in gone and slot in tally.slots[j]]
-        holders = holders[:REPAIR_TRIES]
+        holders = [j for j in order if j not in gone and slot in tally.slots[j]][:REPAIR_TRIES]
         for j in holders:
             cell = cells[f"{labels[j]}|{cell_key(items[j])}"]
             row = _complete_row(j, items[j], cell, gone, rank)
@@ -524,9 +523,8 @@ def _keep_promises(
             if abs(true - false) <= _guaranteed(kind, true + false):
                 break
             slot = 2 * key + (true > false)
-            row = next((r for r in rows(slot, removed) if tally.drop_unless_breaking(r)), None)
-            if row is None:  # every row alone breaks another promise: try two at once
-                row = next((r for r in row_pairs(slot) if tally.drop_unless_breaking(r)), None)
+            candidates = itertools.chain(rows(slot, removed), row_pairs(slot))  # pairs last
+            row = next((r for r in candidates if tally.drop_unless_breaking(r)), None)
             if row is None:
                 break
             removed.update(row)
