@@ -7,7 +7,10 @@
    :class:`~condvln.agents.remote.RemoteAgent`, and the *bare* loopback round trip, the same
    request bytes posted with ``http.client`` (keep-alive, no Nagle) to a standard-library
    ``http.server`` in another process that reads them and answers a fixed action — HTTP on
-   this machine without our protocol, the floor any HTTP agent pays.
+   this machine without our protocol, the floor any HTTP agent pays. Two more lines show where
+   a round trip goes: the same exchange with a minimal client (the request written in one
+   ``sendall``, the answer read by its ``Content-Length``, no ``http.client``) to the bare peer
+   and to the agent server, so ``http.client``'s own share and the agent server's appear apart.
 2. Batched throughput with an agent that sleeps 20 ms per call (emulating a model): steps per
    second for lockstep batches of B = 1, 8, 32, in-process and over HTTP.
 
@@ -27,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -95,6 +99,16 @@ def serve_bare() -> None:
     server.serve_forever()
 
 
+def _ms_per_call(post: Callable[[], None], calls: int) -> float:
+    """Milliseconds per ``post()`` over ``calls`` calls, after 100 unmeasured ones."""
+    for _ in range(100):
+        post()
+    started = time.perf_counter()
+    for _ in range(calls):
+        post()
+    return 1000 * (time.perf_counter() - started) / calls
+
+
 def bare_round_trip(url: str, body: bytes, calls: int) -> float:
     """Milliseconds per POST of ``body`` to the bare peer over one kept-alive connection."""
     host, port = url.removeprefix("http://").split(":")
@@ -107,13 +121,40 @@ def bare_round_trip(url: str, body: bytes, calls: int) -> float:
         conn.request("POST", "/act", body=body, headers=headers)
         conn.getresponse().read()
 
-    for _ in range(100):
-        post()
-    started = time.perf_counter()
-    for _ in range(calls):
-        post()
-    conn.close()
-    return 1000 * (time.perf_counter() - started) / calls
+    try:
+        return _ms_per_call(post, calls)
+    finally:
+        conn.close()
+
+
+def minimal_round_trip(url: str, body: bytes, calls: int) -> float:
+    """Milliseconds per POST of ``body`` to ``/act`` with no HTTP library: the request written
+    in one ``sendall``, the answer's header lines read up to the blank line, then its
+    ``Content-Length`` bytes (one kept-alive connection, no Nagle)."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    head = (
+        f"POST /act HTTP/1.1\r\nHost: {host}:{port}\r\nAccept-Encoding: identity\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    request, answers = head.encode("latin-1") + body, sock.makefile("rb")
+
+    def post() -> None:
+        sock.sendall(request)
+        status = answers.readline()
+        if not status.startswith(b"HTTP/1.1 200 "):
+            raise RuntimeError(f"{url}/act answered {status!r}")
+        length = 0
+        while (line := answers.readline()) not in (b"\r\n", b""):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":", 1)[1])
+        answers.read(length)
+
+    try:
+        return _ms_per_call(post, calls)
+    finally:
+        sock.close()
 
 
 class Server:
@@ -180,8 +221,10 @@ def http_overhead(data: Path, tmp: Path, episodes: int, steps: int, calls: int) 
         bare = Server(None)
         try:
             floor = bare_round_trip(bare.url, body, calls)
+            minimal = minimal_round_trip(bare.url, body, calls)
         finally:
             bare.close()
+        minimal_agent = minimal_round_trip(server.url, body, calls)
         print(
             f"  /act round trip ({len(obs.detections)} detections, {len(body)} bytes): "
             f"{rtt:.3f} ms ({calls} calls)"
@@ -190,8 +233,13 @@ def http_overhead(data: Path, tmp: Path, episodes: int, steps: int, calls: int) 
             f"  bare loopback round trip (the same bytes, http.client -> http.server): {floor:.3f} ms"
         )
         print(
+            f"  the same exchange with no HTTP library (one write, read by Content-Length): "
+            f"{minimal:.3f} ms to the bare peer, {minimal_agent:.3f} ms to the agent server"
+        )
+        print(
             f"  ratios to the bare round trip: overhead per step {per_step / floor:.2f} "
-            f"(target <= 1.2), /act {rtt / floor:.2f}; load average {os.getloadavg()[0]:.2f}"
+            f"(target <= 1.2), /act {rtt / floor:.2f}; to the library-free one: overhead per "
+            f"step {per_step / minimal:.2f}; load average {os.getloadavg()[0]:.2f}"
         )
     finally:
         server.close()

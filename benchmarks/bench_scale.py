@@ -40,6 +40,11 @@ With ``--evaluate --fresh`` each local evaluation runs in a Python process of it
 apart, its clock holds every cost a command pays once, numba's kernels included), one worker
 and two workers alternating in each of ``--repeats`` rounds, so the machine's drift falls on
 both; it prints the medians, their efficiency and the median of the rounds' efficiencies.
+
+Beside every efficiency it prints the machine's own at that moment, the *ceiling*: a pure-Python
+loop of fixed work timed alone and as two processes at once,
+``t1 / t2``. On a shared host the second core is not always a whole core (the same loop has
+given 0.64-1.06 within minutes here), and no program divides better than this loop does.
 """
 
 from __future__ import annotations
@@ -214,6 +219,7 @@ def scale_in_practice(houses: int, per_scene: int, settings: list[str], repeats:
                 print(f"round {round_ + 1} of {repeats}", flush=True)
             for setting in settings:
                 results[setting].append(_one_setting(Path(tmp), setting, houses, per_scene))
+            print(f"the machine's ceiling after round {round_ + 1}: {cpu_ceiling():.2f}")
     for key in ("splits", "predictions"):
         same = len({r[key] for rounds in results.values() for r in rounds}) == 1
         print(f"{key} byte-identical in every setting and round: {same}")
@@ -237,6 +243,24 @@ def _print_scaling(results: dict[str, list[dict[str, Any]]]) -> None:
             efficiency = statistics.median(t1) / (2 * statistics.median(t2))
             print(f"{kind:5} {key:8} scaling efficiency at 2 workers {efficiency:.2f} (medians); "
                   f"median of the rounds' efficiencies {rounds:.2f}")  # fmt: skip
+
+
+_LOOP = "import sys\ns = 0\nfor i in range(int(sys.argv[1])):\n    s += i\n"
+
+
+def cpu_ceiling(iterations: int = 30_000_000) -> float:
+    """The host's two-process efficiency now: one process's wall time for a fixed pure-Python
+    loop divided by the wall time of two such processes started together (1.0: two whole
+    cores; the processes' start-up is inside both clocks)."""
+
+    def wall(processes: int) -> float:
+        started = time.perf_counter()
+        command = [sys.executable, "-c", _LOOP, str(iterations)]
+        for proc in [subprocess.Popen(command) for _ in range(processes)]:
+            proc.wait()
+        return time.perf_counter() - started
+
+    return wall(1) / wall(2)
 
 
 def _evaluate_cold(dataset: Path, run: Path, out: Path, kind: str, workers: int) -> float:
@@ -292,13 +316,15 @@ def evaluate_scaling_fresh(houses: int, per_scene: int, repeats: int) -> None:
         root = Path(tmp)
         _evaluation_input(root, houses, per_scene)
         times: dict[int, list[float]] = {1: [], 2: []}
+        ceilings = []
         for round_ in range(repeats):
             for workers in (1, 2):
                 out = root / f"eval{workers}"
                 times[workers].append(_evaluate_fresh(root / "ds", root / "run", out, workers))
+            ceilings.append(cpu_ceiling())
             print(
                 f"round {round_ + 1}: {times[1][-1]:6.2f} s with 1 worker, {times[2][-1]:6.2f} s "
-                f"with 2; load average {os.getloadavg()[0]:.2f}",
+                f"with 2; ceiling {ceilings[-1]:.2f}; load average {os.getloadavg()[0]:.2f}",
                 flush=True,
             )
         one, two = statistics.median(times[1]), statistics.median(times[2])
@@ -306,7 +332,8 @@ def evaluate_scaling_fresh(houses: int, per_scene: int, repeats: int) -> None:
         print(
             f"evaluate local, fresh processes: {one:.2f} / {two:.2f} s with 1 / 2 workers "
             f"(medians of {repeats}), efficiency {one / (2 * two):.2f}; median of the rounds' "
-            f"efficiencies {rounds:.2f}"
+            f"efficiencies {rounds:.2f}; the machine's ceiling {statistics.median(ceilings):.2f} "
+            f"(median; {min(ceilings):.2f}-{max(ceilings):.2f})"
         )
         same = (root / "eval1" / "episodes.jsonl").read_bytes() == (
             root / "eval2" / "episodes.jsonl"
@@ -319,7 +346,7 @@ def evaluate_scaling(houses: int, per_scene: int, repeats: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _evaluation_input(root, houses, per_scene)
-        medians, outputs = {}, {}
+        medians, outputs, ceilings = {}, {}, []
         for kind in ("local", "ray"):
             for workers in (1, 2):
                 out = root / f"eval-{kind}{workers}"
@@ -329,15 +356,17 @@ def evaluate_scaling(houses: int, per_scene: int, repeats: int) -> None:
                 ]
                 medians[kind, workers] = statistics.median(times)
                 outputs[kind, workers] = (out / "episodes.jsonl").read_bytes()
+                ceilings.append(cpu_ceiling())
                 print(
                     f"evaluate {kind:5} {workers} worker(s): {medians[kind, workers]:6.2f} s, "
-                    f"median of {repeats} ({min(times):.2f}-{max(times):.2f}); "
-                    f"load average {os.getloadavg()[0]:.2f}",
+                    f"median of {repeats} ({min(times):.2f}-{max(times):.2f}); ceiling after "
+                    f"{ceilings[-1]:.2f}; load average {os.getloadavg()[0]:.2f}",
                     flush=True,
                 )
         for kind in ("local", "ray"):
             efficiency = medians[kind, 1] / (2 * medians[kind, 2])
             print(f"evaluate {kind:5} scaling efficiency at 2 workers: {efficiency:.2f}")
+        print(f"the machine's ceiling: {statistics.median(ceilings):.2f} (median of 4)")
         same = len(set(outputs.values())) == 1
         print(f"episode records byte-identical across the four settings: {same}")
 
@@ -394,6 +423,7 @@ def main() -> None:
             for kind in ("local", "ray"):
                 efficiency = rates[kind, 1] / (2 * rates[kind, 2])
                 print(f"{kind:5} scaling efficiency at 2 workers: {efficiency:.2f}")
+            print(f"the machine's ceiling: {cpu_ceiling():.2f}")
             overhead = rates["ray", 1] - rates["local", 1]
             print(f"ray overhead per episode (sleeping agent, 1 worker): {overhead * 1000:.1f} ms")
             fast = {"sleep": 0.0, "steps": opts.steps}
