@@ -42,9 +42,9 @@ and two workers alternating in each of ``--repeats`` rounds, so the machine's dr
 both; it prints the medians, their efficiency and the median of the rounds' efficiencies.
 
 Beside every efficiency it prints the machine's own at that moment, the *ceiling*: a pure-Python
-loop of fixed work timed alone and as two processes at once,
-``t1 / t2``. On a shared host the second core is not always a whole core (the same loop has
-given 0.64-1.06 within minutes here), and no program divides better than this loop does.
+loop of fixed work timed alone and as two processes at once, ``t1 / t2``. On a shared host the
+second core is not always a whole core (the same loop has given 0.64-1.06 within minutes here);
+a program that divided perfectly would reach about the ceiling, not 1.
 """
 
 from __future__ import annotations
