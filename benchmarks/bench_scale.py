@@ -257,7 +257,8 @@ def cpu_ceiling(iterations: int = 30_000_000) -> float:
         started = time.perf_counter()
         command = [sys.executable, "-c", _LOOP, str(iterations)]
         for proc in [subprocess.Popen(command) for _ in range(processes)]:
-            proc.wait()
+            if proc.wait():
+                raise SystemExit(f"the ceiling's loop exited with {proc.returncode}")
         return time.perf_counter() - started
 
     return wall(1) / wall(2)
@@ -366,7 +367,9 @@ def evaluate_scaling(houses: int, per_scene: int, repeats: int) -> None:
         for kind in ("local", "ray"):
             efficiency = medians[kind, 1] / (2 * medians[kind, 2])
             print(f"evaluate {kind:5} scaling efficiency at 2 workers: {efficiency:.2f}")
-        print(f"the machine's ceiling: {statistics.median(ceilings):.2f} (median of 4)")
+        print(
+            f"the machine's ceiling: {statistics.median(ceilings):.2f} (median of {len(ceilings)})"
+        )
         same = len(set(outputs.values())) == 1
         print(f"episode records byte-identical across the four settings: {same}")
 
